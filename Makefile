@@ -1,0 +1,55 @@
+# Two commands on a fresh machine with only python3 and pip:
+#   make preflight     offline preview of the dev stack (STACK=b200|h200 for the others)
+#   make test          the test suite
+# Both bootstrap uv (into .tools/) when it is not on PATH, then `uv sync --frozen`.
+
+SHELL := /bin/bash
+STACK ?= dev
+UV_VERSION := 0.13.9
+TOOLS := .tools
+UV := $(or $(shell command -v uv 2>/dev/null),$(TOOLS)/bin/uv)
+RUN := $(UV) run --frozen --no-sync
+
+# Some machines set PYTHONDONTWRITEBYTECODE; compiling at install time keeps the 300 MB
+# pulumi-gcp SDK from being re-parsed on every run (about 4 s -> 1.5 s per start).
+export UV_COMPILE_BYTECODE := 1
+# Never download a Python interpreter behind the user's back; use the system python3.
+export UV_PYTHON_DOWNLOADS := never
+
+.PHONY: preflight preflight-all test lint fmt typecheck bench check clean
+
+$(TOOLS)/bin/uv:
+	python3 -m venv $(TOOLS)
+	$(TOOLS)/bin/python -m pip install --quiet "uv==$(UV_VERSION)"
+
+.venv/.synced: pyproject.toml uv.lock | $(UV)
+	$(UV) sync --frozen
+	@touch $@
+
+preflight: .venv/.synced
+	$(RUN) python -m preflight --stack $(STACK)
+
+preflight-all: .venv/.synced
+	@for s in dev b200 h200; do $(RUN) python -m preflight --stack $$s --quiet || exit $$?; done
+
+test: .venv/.synced
+	$(RUN) pytest
+
+lint: .venv/.synced
+	$(RUN) ruff format --check .
+	$(RUN) ruff check .
+
+fmt: .venv/.synced
+	$(RUN) ruff format .
+	$(RUN) ruff check --fix .
+
+typecheck: .venv/.synced
+	$(RUN) mypy .
+
+bench: .venv/.synced
+	$(RUN) python -m preflight.bench
+
+check: lint typecheck test preflight-all
+
+clean:
+	rm -rf .venv $(TOOLS) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,129 @@
+"""The one table of pinned versions: GKE minimums, channel, chart, images, driver.
+
+Every pin carries the source it was read from, so a reviewer can re-check it and so
+preflight can print where a number came from. Nothing else in the repository spells a
+version string; components and the GPU catalog read them from here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One pinned version and where it was read."""
+
+    value: str
+    source: str
+
+
+@dataclass(frozen=True)
+class VersionTable:
+    """All pins the program uses. Attributes are grouped by what they constrain."""
+
+    # --- GKE minimum versions (checked against the cluster's minimum version) ---
+    gke_min_a4_rdma: Pin
+    gke_min_a3_ultra_rdma: Pin
+    gke_min_l4_driver: Pin
+    gke_min_flex_start: Pin
+    gke_min_lustre_port_988: Pin
+    # --- GKE control plane ---
+    gke_release_channel: Pin
+    gke_cluster_version: Pin
+    # --- GPU driver installed by GKE on the GPU pool ---
+    gpu_driver_version: Pin
+    # --- In-cluster software ---
+    kuberay_chart: Pin
+    gib_installer_image: Pin
+    pause_image: Pin
+    nemo_rl_image: Pin
+    ray_version: Pin
+
+
+VERSIONS: Final = VersionTable(
+    gke_min_a4_rdma=Pin(
+        "1.32.2-gke.1475000",
+        "https://docs.cloud.google.com/ai-hypercomputer/docs/create/gke-ai-hypercompute"
+        " (Requirements: GPUDirect RDMA on A4)",
+    ),
+    gke_min_a3_ultra_rdma=Pin(
+        "1.31.4-gke.1183000",
+        "https://docs.cloud.google.com/ai-hypercomputer/docs/create/gke-ai-hypercompute"
+        " (Requirements: GPUDirect RDMA on A3 Ultra)",
+    ),
+    gke_min_l4_driver=Pin(
+        "1.27.2-gke.1200",
+        "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus"
+        " (automatic driver installation via gpu-driver-version; verify)",
+    ),
+    gke_min_flex_start=Pin(
+        "1.32.2-gke.1652000",
+        "https://cloud.google.com/kubernetes-engine/docs/concepts/dws (flex-start for GPUs)",
+    ),
+    gke_min_lustre_port_988=Pin(
+        "1.33.2-gke.4655000",
+        "https://docs.cloud.google.com/python/docs/reference/container/latest/"
+        "google.cloud.container_v1.types.LustreCsiDriverConfig (legacy port not needed from here)",
+    ),
+    gke_release_channel=Pin(
+        "REGULAR",
+        "GoogleCloudPlatform/cluster-toolkit:examples/gke-a4/gke-a4.yaml@v1.95.0 (REGULAR)",
+    ),
+    gke_cluster_version=Pin(
+        "1.35",
+        "GoogleCloudPlatform/cluster-toolkit:examples/gke-a4/gke-a4.yaml@v1.95.0"
+        " (version_prefix 1.35.); covers A4, A3 Ultra, flex-start and Lustre on port 988",
+    ),
+    gpu_driver_version=Pin(
+        "LATEST",
+        "NeMo RL v0.7.0 image is CUDA 13.2 (NVIDIA-NeMo/RL:docker/Dockerfile@v0.7.0), needing an"
+        " R580-class driver; GKE's DEFAULT driver on 1.35 may be older (verify), LATEST is not",
+    ),
+    kuberay_chart=Pin(
+        "1.7.0",
+        "ray-project/kuberay tag v1.7.0, helm-chart/kuberay-operator/Chart.yaml; CRDs in"
+        " ../shared/schemas/kuberay-1.7.0",
+    ),
+    gib_installer_image=Pin(
+        "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1",
+        "GoogleCloudPlatform/container-engine-accelerators:gpudirect-rdma/nccl-rdma-installer.yaml"
+        " (v1.1.1 since commit 155bfa4, 2026-03-09)",
+    ),
+    pause_image=Pin(
+        "gke.gcr.io/pause:3.8",
+        "GoogleCloudPlatform/container-engine-accelerators:gpudirect-rdma/nccl-rdma-installer.yaml",
+    ),
+    nemo_rl_image=Pin(
+        "nvcr.io/nvidia/nemo-rl:v0.7.0",
+        "NVIDIA-NeMo/RL README.md@v0.7.0 (released 2026-07-25; CUDA 13.2, ray>=2.55.1)",
+    ),
+    ray_version=Pin(
+        "2.55.1",
+        "NVIDIA-NeMo/RL pyproject.toml@v0.7.0 (ray>=2.55.1); must match the Ray in nemo_rl_image",
+    ),
+)
+
+_GKE_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:-gke\.(\d+))?$")
+
+
+def parse_gke_version(version: str) -> tuple[int, int, int, int]:
+    """Turn `1.32.2-gke.1475000` (or a prefix such as `1.35`) into a sortable tuple.
+
+    A prefix sorts as its lowest member (`1.35` == `1.35.0-gke.0`), which is what a
+    minimum-version comparison needs.
+    """
+    match = _GKE_VERSION.match(version)
+    if match is None:
+        raise ValueError(
+            f"not a GKE version: {version!r} (expected e.g. 1.35 or 1.32.2-gke.1475000)"
+        )
+    major, minor, patch, gke = match.groups()
+    return (int(major), int(minor), int(patch or 0), int(gke or 0))
+
+
+def gke_at_least(version: str, minimum: str) -> bool:
+    """True when `version` is the same as or newer than `minimum`."""
+    return parse_gke_version(version) >= parse_gke_version(minimum)

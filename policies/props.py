@@ -1,0 +1,56 @@
+"""Safe readers for policy props.
+
+The engine hands policies read-only Mapping/Sequence proxies in wire form: camelCase keys,
+numbers as floats, provider defaults absent. These helpers never index blindly, so a missing
+property is "not set", not a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def get_map(props: Mapping[str, Any] | None, *path: str) -> Mapping[str, Any]:
+    """The mapping at `path`, or an empty one."""
+    current: Any = props
+    for key in path:
+        if not isinstance(current, Mapping):
+            return {}
+        current = current.get(key)
+    return current if isinstance(current, Mapping) else {}
+
+
+def get_list(props: Mapping[str, Any] | None, *path: str) -> list[Any]:
+    """The list at `path`, or an empty one."""
+    *head, last = path
+    value = get_map(props, *head).get(last) if head else (props or {}).get(last)
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return list(value)
+    return []
+
+
+def get_int(props: Mapping[str, Any] | None, *path: str) -> int | None:
+    """The number at `path` as an int (wire numbers are floats), or None."""
+    *head, last = path
+    value = get_map(props, *head).get(last) if head else (props or {}).get(last)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
+
+
+def get_str(props: Mapping[str, Any] | None, *path: str) -> str | None:
+    """The string at `path`, or None."""
+    *head, last = path
+    value = get_map(props, *head).get(last) if head else (props or {}).get(last)
+    return value if isinstance(value, str) else None
+
+
+def region_of(location: str | None) -> str | None:
+    """`us-central1-b` -> `us-central1`; a region stays as it is."""
+    if not location:
+        return None
+    parts = location.split("-")
+    if len(parts) == 3 and len(parts[2]) == 1:
+        return "-".join(parts[:2])
+    return location

@@ -1,0 +1,1 @@
+"""Offline preflight: run the real program under Pulumi mocks and evaluate the policy pack."""

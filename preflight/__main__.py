@@ -1,0 +1,7 @@
+"""`python -m preflight --stack NAME`."""
+
+import sys
+
+from preflight.cli import main
+
+sys.exit(main())

@@ -1,0 +1,79 @@
+"""`python -m preflight.bench`: wall-clock numbers for preflight and the test suite.
+
+Prints, per stack, the median wall time of `python -m preflight --stack S --quiet` in a fresh
+process, the floor (a fresh process that only imports the SDK modules the program's
+resources come from and touches their classes), the ratio of the two, and the time of one
+full `pytest` run. Numbers, never assertions: timing belongs here, not in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+from preflight.cli import REPO_ROOT, preflight
+from preflight.report import display_type
+
+STACKS = ("dev", "b200", "h200")
+
+
+def sdk_modules(stack: str) -> list[str]:
+    """Import statements for the SDK modules that hold the resource types a stack registers."""
+    result = preflight(REPO_ROOT / f"Pulumi.{stack}.yaml")
+    modules = {"import pulumi"}
+    for record in result.run.records:
+        package, module, cls = display_type(record.type).split(":")
+        if package == "gcp":
+            modules.add(f"from pulumi_gcp.{module} import {cls}")
+        elif package == "kubernetes":
+            mod = (
+                module.replace(".k8s.io", "").replace(".sh", "").replace(".", "_").replace("/", ".")
+            )
+            modules.add(f"import pulumi_kubernetes.{mod}")
+    return sorted(modules)
+
+
+def wall(cmd: list[str], runs: int) -> float:
+    """Median wall time of `cmd` over `runs` fresh processes."""
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(cmd, cwd=REPO_ROOT, check=True, capture_output=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def main() -> int:
+    """Print the benchmark table."""
+    parser = argparse.ArgumentParser(prog="python -m preflight.bench")
+    parser.add_argument("--runs", type=int, default=5, help="runs per measurement (median)")
+    parser.add_argument("--skip-tests", action="store_true", help="do not time the test suite")
+    args = parser.parse_args()
+
+    python = sys.executable
+    print(f"{'stack':<6} {'preflight s':>12} {'floor s':>9} {'ratio':>6}  (median of {args.runs})")
+    for stack in STACKS:
+        imports = "; ".join(sdk_modules(stack))
+        floor = wall([python, "-c", imports], args.runs)
+        run = wall([python, "-m", "preflight", "--stack", stack, "--quiet"], args.runs)
+        print(f"{stack:<6} {run:>12.2f} {floor:>9.2f} {run / floor:>6.2f}")
+    if not args.skip_tests:
+        started = time.perf_counter()
+        proc = subprocess.run(
+            [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        elapsed = time.perf_counter() - started
+        last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "(no output)"
+        print(f"test suite: {elapsed:.1f} s wall - {last}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""`python -m preflight`: the offline preview of a stack.
+
+Exit codes: 0 no mandatory violation, 1 mandatory violations or a program failure,
+2 invalid configuration or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from preflight.engine import ProgramError, ProgramRun, run_program
+from preflight.policy_runner import (
+    PolicyConfigError,
+    PolicyInfo,
+    Violation,
+    evaluate,
+    load_policy_config_file,
+    reconcile_config,
+)
+from preflight.report import (
+    Summary,
+    render_summary,
+    render_tree,
+    render_violations,
+    summarize,
+    to_json,
+)
+from preflight.stackfiles import StackFileError, read_project, read_stack, stack_name_from_file
+from stack_config.errors import InvalidStackConfig
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+EXIT_OK, EXIT_VIOLATIONS, EXIT_USAGE = 0, 1, 2
+
+
+@dataclass
+class Result:
+    """Everything a preflight produced (tests use this directly)."""
+
+    run: ProgramRun
+    policies: list[PolicyInfo]
+    violations: list[Violation]
+    summary: Summary
+    policy_config_path: Path | None
+    seconds: float
+
+    @property
+    def mandatory(self) -> list[Violation]:
+        """Violations that would block `pulumi up`."""
+        return [v for v in self.violations if v.enforcement_level == "mandatory"]
+
+    def as_json(self) -> dict[str, object]:
+        """The `--json` document."""
+        return to_json(self.run, self.policies, self.violations, self.summary)
+
+
+def default_policy_config(project_dir: Path, stack: str) -> Path | None:
+    """The stack's committed policy config, if there is one."""
+    path = project_dir / "policies" / "config" / f"{stack}.json"
+    return path if path.exists() else None
+
+
+def preflight(
+    stack_file: Path,
+    *,
+    project_dir: Path = REPO_ROOT,
+    policy_config: Path | None = None,
+    use_default_policy_config: bool = True,
+) -> Result:
+    """Load config, run the program under mocks, evaluate the policy pack.
+
+    Raises StackFileError / InvalidStackConfig / PolicyConfigError (exit 2) and
+    ProgramError (exit 1).
+    """
+    started = time.perf_counter()
+    if str(project_dir) not in sys.path:
+        sys.path.insert(0, str(project_dir))
+    project = read_project(project_dir)
+    config = read_stack(project, stack_file)
+    if policy_config is None and use_default_policy_config:
+        policy_config = default_policy_config(project_dir, config.stack)
+
+    from policies.pack import PACK_ENFORCEMENT_LEVEL, PACK_NAME, PACK_VERSION, POLICIES
+
+    reconciled = reconcile_config(POLICIES, load_policy_config_file(policy_config))
+    run = run_program(
+        project_dir / project.main,
+        project.name,
+        config,
+        region=config.values.get("gcp:region", ""),
+        zone=config.values.get(f"{project.name}:zone", ""),
+    )
+    policies, violations = evaluate(
+        run.records, POLICIES, reconciled, PACK_NAME, PACK_VERSION, PACK_ENFORCEMENT_LEVEL
+    )
+    return Result(
+        run=run,
+        policies=policies,
+        violations=violations,
+        summary=summarize(run),
+        policy_config_path=policy_config,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m preflight",
+        description="Offline preview of a nemo-rl-gke stack: runs the real program under Pulumi"
+        " mocks, prints the resource tree and evaluates the policy pack. No cloud access.",
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--stack", help="stack name: reads Pulumi.<stack>.yaml (default: dev)")
+    which.add_argument("--stack-file", type=Path, help="any Pulumi.<stack>.yaml file")
+    parser.add_argument("--json", type=Path, help="also write the JSON report to this file")
+    parser.add_argument(
+        "--policy-config",
+        type=Path,
+        help="policy pack config JSON (default: policies/config/<stack>.json when present)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="print only the result line")
+    return parser
+
+
+def main(
+    argv: list[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Command-line entry point; returns the exit code."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit_:
+        return EXIT_OK if exit_.code == 0 else EXIT_USAGE
+    stack_file = args.stack_file or REPO_ROOT / f"Pulumi.{args.stack or 'dev'}.yaml"
+    try:
+        stack_name_from_file(stack_file)
+        if not stack_file.exists():
+            raise StackFileError(f"no stack file {stack_file}")
+        result = preflight(stack_file, policy_config=args.policy_config)
+    except (StackFileError, PolicyConfigError) as error:
+        print(f"preflight: {error}", file=err)
+        return EXIT_USAGE
+    except InvalidStackConfig as error:
+        print(f"preflight: {error}", file=err)
+        return EXIT_USAGE
+    except ProgramError as error:
+        print(f"preflight: program error: {error}", file=err)
+        return EXIT_VIOLATIONS
+    except Exception:  # the program itself crashed: show where, it is a bug
+        print("preflight: the program raised an unexpected error:", file=err)
+        traceback.print_exc(file=err)
+        return EXIT_VIOLATIONS
+
+    if args.json is not None:
+        args.json.write_text(json.dumps(result.as_json(), indent=2) + "\n", encoding="utf-8")
+    if not args.quiet:
+        cfg_note = result.policy_config_path or "schema defaults"
+        print(render_tree(result.run), file=out)
+        print(file=out)
+        print(render_summary(result.summary), file=out)
+        print(file=out)
+        print(f"Policy config: {cfg_note}", file=out)
+        print(render_violations(result.policies, result.violations), file=out)
+        if result.run.exports:
+            print(file=out)
+            print("Outputs:", file=out)
+            for key, export in sorted(result.run.exports.items()):
+                print(f"  {key}: {json.dumps(export.shown)}", file=out)
+        print(file=out)
+    verdict = "FAIL" if result.mandatory else "PASS"
+    print(
+        f"preflight {result.run.stack}: {verdict} - {len(result.run.records)} resources,"
+        f" {len(result.mandatory)} mandatory / {len(result.violations)} total violations"
+        f" ({result.seconds:.2f}s)",
+        file=out,
+    )
+    return EXIT_VIOLATIONS if result.mandatory else EXIT_OK

@@ -1,0 +1,111 @@
+"""Record every resource registration exactly as the program sends it to the engine."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from google.protobuf import json_format, struct_pb2
+from pulumi.runtime.mocks import MockMonitor
+from pulumi.runtime.rpc import UNKNOWN
+
+SIG_KEY = "4dabf18193072939515e22adb298388d"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"  # noqa: S105 - Pulumi wire signature
+RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+SECRET_MASK = "[secret]"  # noqa: S105 - the mask, not a secret
+UNKNOWN_MASK = "[unknown]"
+
+
+@dataclass
+class Record:
+    """One registered resource, inputs kept in wire form (camelCase, numbers as floats)."""
+
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    parent: str | None
+    dependencies: list[str]
+    property_dependencies: dict[str, list[str]]
+    protect: bool
+    retain_on_delete: bool
+    delete_before_replace: bool | None
+    ignore_changes: list[str]
+    additional_secret_outputs: list[str]
+    provider: str | None
+    """URN of the explicit provider, or None for the engine's default provider."""
+    object: struct_pb2.Struct
+    """The raw request object: the exact bytes an analyzer would receive as inputs."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """What the mock returned: stands in for the resource's outputs."""
+    id: str | None = None
+
+    @property
+    def inputs(self) -> dict[str, Any]:
+        """Wire-form inputs with each secret value masked (and nothing else)."""
+        return cast(dict[str, Any], mask(json_format.MessageToDict(self.object)))
+
+    @property
+    def raw_inputs(self) -> dict[str, Any]:
+        """Wire-form inputs including secret wrappers; for policies and tests, never printed."""
+        return json_format.MessageToDict(self.object)
+
+
+def mask(value: Any) -> Any:
+    """Replace each secret by `[secret]`, unknowns by `[unknown]`, resource refs by their URN."""
+    if isinstance(value, dict):
+        sig = value.get(SIG_KEY)
+        if sig == SECRET_SIG:
+            return SECRET_MASK
+        if sig == RESOURCE_SIG:
+            return value.get("urn")
+        return {k: mask(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask(v) for v in value]
+    if value == UNKNOWN:
+        return UNKNOWN_MASK
+    return value
+
+
+class RecordingMonitor(MockMonitor):
+    """A MockMonitor that keeps the raw RegisterResource requests."""
+
+    def __init__(self, mocks: Any) -> None:
+        super().__init__(mocks)
+        self.records: dict[str, Record] = {}
+        self._lock = threading.Lock()
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        """Record the request, then let the mock answer it."""
+        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        provider = request.provider.rsplit("::", 1)[0] if request.provider else None
+        record = Record(
+            urn=response.urn,
+            type=request.type,
+            name=request.name,
+            custom=bool(request.custom),
+            parent=request.parent or None,
+            dependencies=sorted(set(request.dependencies)),
+            property_dependencies={
+                k: sorted(set(v.urns)) for k, v in request.propertyDependencies.items()
+            },
+            protect=bool(request.protect),
+            retain_on_delete=bool(request.retainOnDelete),
+            delete_before_replace=(
+                bool(request.deleteBeforeReplace) if request.deleteBeforeReplaceDefined else None
+            ),
+            ignore_changes=list(request.ignoreChanges),
+            additional_secret_outputs=list(request.additionalSecretOutputs),
+            provider=provider,
+            object=request.object,
+        )
+        registered = self.resources.get(response.urn)
+        if registered is not None:
+            record.state = dict(registered.state)
+            record.id = registered.id
+        with self._lock:
+            self.records[record.urn] = record
+        return response

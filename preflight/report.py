@@ -1,0 +1,260 @@
+"""Render a preflight run: a preview-like tree, a summary, violations, and JSON."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from planning.lustre_tiers import aggregate_throughput_mbps
+from preflight.engine import ProgramRun
+from preflight.policy_runner import PolicyInfo, Violation
+from preflight.recorder import Record
+
+# Properties worth a glance in the tree, per type (wire names).
+KEY_PROPERTIES: dict[str, tuple[str, ...]] = {
+    "gcp:compute/network:Network": ("name", "mtu", "networkProfile"),
+    "gcp:compute/subnetwork:Subnetwork": ("name", "ipCidrRange", "region"),
+    "gcp:compute/firewall:Firewall": ("name", "sourceRanges"),
+    "gcp:compute/router:Router": ("name", "region"),
+    "gcp:compute/routerNat:RouterNat": ("name",),
+    "gcp:compute/globalAddress:GlobalAddress": ("name", "prefixLength", "purpose"),
+    "gcp:container/cluster:Cluster": ("name", "location", "minMasterVersion"),
+    "gcp:container/nodePool:NodePool": ("name", "nodeLocations"),
+    "gcp:lustre/instance:Instance": ("instanceId", "capacityGib", "perUnitStorageThroughput"),
+    "gcp:storage/bucket:Bucket": ("name", "location"),
+    "gcp:serviceaccount/account:Account": ("accountId",),
+    "kubernetes:helm.sh/v3:Release": ("chart", "version", "namespace"),
+}
+
+NODE_POOL = "gcp:container/nodePool:NodePool"
+NETWORK = "gcp:compute/network:Network"
+LUSTRE = "gcp:lustre/instance:Instance"
+
+
+def display_type(type_: str) -> str:
+    """`gcp:compute/network:Network` -> `gcp:compute:Network`, as `pulumi preview` prints it.
+
+    The file segment is dropped only when it is the type's own name (`kubernetes:core/v1:Secret`
+    keeps its `/v1`).
+    """
+    parts = type_.split(":")
+    if len(parts) == 3 and "/" in parts[1]:
+        module, _, last = parts[1].rpartition("/")
+        if last == parts[2][:1].lower() + parts[2][1:]:
+            return f"{parts[0]}:{module}:{parts[2]}"
+    return type_
+
+
+def _num(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _short(value: Any) -> str:
+    value = _num(value)
+    if isinstance(value, list):
+        return "[" + ",".join(_short(v) for v in value) + "]"
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def key_properties(record: Record) -> str:
+    """`name=... mtu=...` for the tree."""
+    inputs = record.inputs
+    pieces = []
+    if record.type.startswith("kubernetes:") and "metadata" in inputs:
+        meta = inputs["metadata"]
+        if isinstance(meta, Mapping):
+            ns = meta.get("namespace")
+            pieces.append(f"name={(ns + '/') if ns else ''}{meta.get('name')}")
+    for prop in KEY_PROPERTIES.get(record.type, ()):
+        if prop in inputs:
+            pieces.append(f"{prop}={_short(inputs[prop])}")
+    if record.protect:
+        pieces.append("[protected]")
+    return " ".join(pieces)
+
+
+def render_tree(run: ProgramRun) -> str:
+    """The component tree, children sorted by type then name."""
+    children: dict[str | None, list[Record]] = defaultdict(list)
+    urns = {r.urn for r in run.records}
+    for record in run.records:
+        parent = record.parent if record.parent in urns else None
+        children[parent].append(record)
+    for kids in children.values():
+        kids.sort(key=lambda r: (display_type(r.type), r.name))
+
+    type_width = max((len(display_type(r.type)) for r in run.records), default=20) + 8
+    lines = [f"{'pulumi:pulumi:Stack':<{type_width}} {run.project}-{run.stack}"]
+
+    def walk(parent: str | None, prefix: str) -> None:
+        kids = children.get(parent, [])
+        for i, record in enumerate(kids):
+            last = i == len(kids) - 1
+            branch = "└─ " if last else "├─ "
+            label = f"{prefix}{branch}{display_type(record.type)}"
+            lines.append(
+                f"{label:<{type_width}} {record.name:<24} {key_properties(record)}".rstrip()
+            )
+            walk(record.urn, prefix + ("   " if last else "│  "))
+
+    walk(None, "")
+    return "\n".join(lines)
+
+
+@dataclass
+class Summary:
+    """Headline numbers of a run."""
+
+    resources: int
+    resources_by_type: dict[str, int]
+    total_gpus: int
+    gpu_pools: list[dict[str, Any]] = field(default_factory=list)
+    rdma_nics_per_gpu_node: int = 0
+    lustre: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "resources": self.resources,
+            "resourcesByType": self.resources_by_type,
+            "totalGpus": self.total_gpus,
+            "gpuPools": self.gpu_pools,
+            "rdmaNicsPerGpuNode": self.rdma_nics_per_gpu_node,
+            "lustre": self.lustre,
+        }
+
+
+def summarize(run: ProgramRun) -> Summary:
+    """Count resources and derive GPU, RDMA and Lustre figures from what was registered."""
+    from policies.quota import max_nodes  # the quota policy's own counting rule
+
+    by_type = Counter(r.type for r in run.records)
+    roce_networks = {
+        r.inputs.get("name")
+        for r in run.by_type(NETWORK)
+        if str(r.inputs.get("networkProfile", "")).endswith("-vpc-roce")
+    }
+    pools: list[dict[str, Any]] = []
+    total = 0
+    rdma_nics = 0
+    for pool in run.by_type(NODE_POOL):
+        inputs = pool.inputs
+        node_config = inputs.get("nodeConfig") or {}
+        accels = node_config.get("guestAccelerators") or []
+        per_node = sum(int(a.get("count", 0)) for a in accels if isinstance(a, Mapping))
+        if not per_node:
+            continue
+        nodes = max_nodes(inputs)
+        extra = (inputs.get("networkConfig") or {}).get("additionalNodeNetworkConfigs") or []
+        nics = sum(1 for n in extra if isinstance(n, Mapping) and n.get("network") in roce_networks)
+        rdma_nics = max(rdma_nics, nics)
+        total += nodes * per_node
+        pools.append(
+            {
+                "name": pool.name,
+                "machineType": node_config.get("machineType"),
+                "accelerator": accels[0].get("type") if accels else None,
+                "maxNodes": nodes,
+                "gpusPerNode": per_node,
+                "rdmaNics": nics,
+            }
+        )
+    lustre = []
+    for inst in run.by_type(LUSTRE):
+        capacity = int(inst.inputs.get("capacityGib", 0))
+        tier = int(inst.inputs.get("perUnitStorageThroughput", 0))
+        lustre.append(
+            {
+                "name": inst.inputs.get("instanceId", inst.name),
+                "capacityGib": capacity,
+                "throughputPerTib": tier,
+                "aggregateMBps": round(aggregate_throughput_mbps(tier, capacity)),
+            }
+        )
+    return Summary(
+        resources=len(run.records),
+        resources_by_type=dict(sorted(by_type.items())),
+        total_gpus=total,
+        gpu_pools=pools,
+        rdma_nics_per_gpu_node=rdma_nics,
+        lustre=lustre,
+    )
+
+
+def render_summary(summary: Summary) -> str:
+    """Human-readable summary block."""
+    lines = [f"Resources: {summary.resources}"]
+    for type_, count in summary.resources_by_type.items():
+        lines.append(f"  {count:>3} {display_type(type_)}")
+    lines.append(f"GPUs (at max scale): {summary.total_gpus}")
+    for pool in summary.gpu_pools:
+        lines.append(
+            f"  pool {pool['name']}: {pool['maxNodes']} x {pool['machineType']}"
+            f" ({pool['gpusPerNode']} x {pool['accelerator']}), {pool['rdmaNics']} RDMA NICs/node"
+        )
+    lines.append(f"RDMA NICs per GPU node: {summary.rdma_nics_per_gpu_node}")
+    if summary.lustre:
+        for fs in summary.lustre:
+            lines.append(
+                f"Lustre {fs['name']}: {fs['capacityGib']} GiB x {fs['throughputPerTib']} MB/s/TiB"
+                f" = {fs['aggregateMBps']} MB/s aggregate"
+            )
+    else:
+        lines.append("Lustre: none")
+    return "\n".join(lines)
+
+
+def render_violations(policies: list[PolicyInfo], violations: list[Violation]) -> str:
+    """Policy results like the CLI's 'Policies:' block."""
+    lines = [f"Policies evaluated: {len(policies)} ({', '.join(p.name for p in policies)})"]
+    if not violations:
+        lines.append("Policy violations: none")
+        return "\n".join(lines)
+    lines.append(f"Policy violations: {len(violations)}")
+    for v in violations:
+        where = f" [{v.urn.rsplit('::', 1)[-1]}]" if v.urn else ""
+        lines.append(f"  [{v.enforcement_level}] {v.policy}{where}: {v.message}")
+    return "\n".join(lines)
+
+
+def to_json(
+    run: ProgramRun,
+    policies: list[PolicyInfo],
+    violations: list[Violation],
+    summary: Summary,
+) -> dict[str, Any]:
+    """The `--json` document; secrets appear only as `[secret]`."""
+    return {
+        "stack": run.stack,
+        "project": run.project,
+        "resources": [
+            {
+                "urn": r.urn,
+                "type": r.type,
+                "name": r.name,
+                "parent": r.parent,
+                "dependencies": r.dependencies,
+                "protect": r.protect,
+                "provider": r.provider,
+                "inputs": r.inputs,
+            }
+            for r in run.records
+        ],
+        "outputs": {key: export.shown for key, export in sorted(run.exports.items())},
+        "policies": [{"name": p.name, "enforcementLevel": p.enforcement_level} for p in policies],
+        "violations": [
+            {
+                "policy": v.policy,
+                "enforcementLevel": v.enforcement_level,
+                "urn": v.urn,
+                "message": v.message,
+            }
+            for v in violations
+        ],
+        "summary": summary.as_dict(),
+    }

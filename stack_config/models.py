@@ -1,0 +1,412 @@
+"""Typed stack configuration: the user-facing contract of the program.
+
+Plain data parsed from `Pulumi.<stack>.yaml` (no Pulumi Outputs, no secrets). Every model is
+frozen and rejects unknown keys, so a typo fails at load time instead of being ignored.
+Field aliases are the camelCase keys users write; `gcp:project` and `gcp:region` live in
+the provider namespace, everything else under `nemo-rl-gke:`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from ipaddress import IPv4Network
+from typing import Annotated, Any, Literal, Self, cast
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from planning.catalog import Capacity, GpuProfile, GpuType, profile
+from planning.cidrs import consecutive_subnets, duplicates, overlaps
+from planning.lustre_tiers import Throughput, capacity_problem
+from planning.naming import (
+    BASE_NAME_PATTERN,
+    LABEL_KEY_PATTERN,
+    LABEL_VALUE_PATTERN,
+    Names,
+)
+from planning.versions import VERSIONS
+from stack_config.errors import ConfigProblem
+
+MAX_NODES_PER_POOL_ZONE = 1000
+"""GKE quota: nodes per node pool per zone (https://cloud.google.com/kubernetes-engine/quotas)."""
+
+RESERVATION_PATTERN = re.compile(
+    r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?(/reservationBlocks/[a-z0-9-]+)?$"
+)
+PROJECT_ID_PATTERN = r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$"
+REGION_PATTERN = r"^[a-z]+-[a-z]+[0-9]+$"
+ZONE_PATTERN = r"^[a-z]+-[a-z]+[0-9]+-[a-z]$"
+
+
+def _parse_cidr(value: Any) -> Any:
+    """Parse an IPv4 CIDR strictly, with a message that says what to write instead."""
+    if isinstance(value, IPv4Network):
+        return value
+    if not isinstance(value, str):
+        raise ConfigProblem((), f"expected a CIDR string such as 10.0.0.0/20, got {value!r}", "")
+    try:
+        return IPv4Network(value, strict=True)
+    except ValueError:
+        try:
+            loose = IPv4Network(value, strict=False)
+        except ValueError:
+            raise ConfigProblem(
+                (), f"{value!r} is not an IPv4 CIDR", "write it as ADDRESS/PREFIX, e.g. 10.0.0.0/20"
+            ) from None
+        raise ConfigProblem(
+            (), f"{value!r} has host bits set", f"use the network address: {loose}"
+        ) from None
+
+
+Cidr = Annotated[IPv4Network, BeforeValidator(_parse_cidr)]
+DriverVersion = Literal["DEFAULT", "LATEST"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+    )
+
+
+class Autoscaling(_Model):
+    """Cluster-autoscaler bounds for the GPU pool, in nodes of the single GPU zone."""
+
+    min: int = Field(0, ge=0, le=MAX_NODES_PER_POOL_ZONE, description="Fewest GPU nodes.")
+    max: int = Field(ge=1, le=MAX_NODES_PER_POOL_ZONE, description="Most GPU nodes.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        if self.min > self.max:
+            raise ConfigProblem(
+                ("min",), f"min ({self.min}) is larger than max ({self.max})", "make min <= max"
+            )
+        return self
+
+
+class GpuConfig(_Model):
+    """The GPU node pool: which GPU, how many nodes, and how the capacity is bought."""
+
+    type: GpuType = Field(description="Key into the GPU catalog: b200, h200 or l4.")
+    nodes: int | None = Field(
+        None,
+        ge=0,
+        le=MAX_NODES_PER_POOL_ZONE,
+        description="Fixed number of GPU nodes (exclusive with autoscaling).",
+    )
+    autoscaling: Autoscaling | None = Field(
+        None, description="Autoscaling bounds {min, max} (exclusive with nodes)."
+    )
+    capacity: Capacity = Field(
+        description="How the VMs are obtained: reservation, spot, flex-start or on-demand."
+    )
+    reservation: str | None = Field(
+        None,
+        description="Reservation NAME or NAME/reservationBlocks/BLOCK; required exactly when"
+        " capacity is reservation.",
+    )
+    reservation_project: str | None = Field(
+        None,
+        pattern=PROJECT_ID_PATTERN,
+        description="Project that owns a shared reservation (omit for the stack's own project).",
+    )
+    placement: Literal["compact", "none"] = Field(
+        "none", description="compact asks GCE to place the nodes close together (single zone)."
+    )
+    driver_version: DriverVersion = Field(
+        cast(DriverVersion, VERSIONS.gpu_driver_version.value),
+        description="NVIDIA driver GKE installs: DEFAULT or LATEST for the node version.",
+    )
+
+    @property
+    def profile(self) -> GpuProfile:
+        """The catalog row for this GPU type."""
+        return profile(self.type)
+
+    @property
+    def max_nodes(self) -> int:
+        """Most nodes the pool can have: the fixed size or the autoscaling maximum."""
+        if self.autoscaling is not None:
+            return self.autoscaling.max
+        return self.nodes or 0
+
+    @model_validator(mode="after")
+    def _rules(self) -> Self:
+        for problem in self._problems():
+            raise problem
+        return self
+
+    def _problems(self) -> Iterator[ConfigProblem]:
+        if (self.nodes is None) == (self.autoscaling is None):
+            yield ConfigProblem(
+                ("nodes",),
+                "set exactly one of nodes (fixed size) or autoscaling {min, max}",
+                "keep one of nodes / autoscaling and remove the other",
+            )
+        if self.capacity == "reservation" and not self.reservation:
+            yield ConfigProblem(
+                ("reservation",),
+                "required when capacity is 'reservation'",
+                "pulumi config set --path 'nemo-rl-gke:gpu.reservation' RESERVATION_NAME"
+                " (or NAME/reservationBlocks/BLOCK)",
+            )
+        if self.capacity != "reservation" and self.reservation:
+            yield ConfigProblem(
+                ("reservation",),
+                f"only used with capacity 'reservation' (capacity is '{self.capacity}';"
+                " Spot and flex-start VMs cannot consume reservations)",
+                "remove gpu.reservation or set gpu.capacity to reservation",
+            )
+        if self.reservation and not RESERVATION_PATTERN.match(self.reservation):
+            yield ConfigProblem(
+                ("reservation",),
+                f"{self.reservation!r} is not NAME or NAME/reservationBlocks/BLOCK",
+                "use the reservation's short name, not a URL (the project goes in"
+                " gpu.reservationProject)",
+            )
+        if self.reservation_project and not self.reservation:
+            yield ConfigProblem(
+                ("reservationProject",),
+                "only used together with gpu.reservation",
+                "remove gpu.reservationProject or set gpu.reservation",
+            )
+        row = self.profile
+        if self.capacity not in row.capacity_types:
+            sold = ", ".join(sorted(row.capacity_types))
+            yield ConfigProblem(
+                ("capacity",),
+                f"{row.machine_type} is not sold as '{self.capacity}' (available: {sold})",
+                f"set gpu.capacity to one of: {sold}",
+            )
+        if self.capacity == "flex-start" and (
+            self.autoscaling is None or self.autoscaling.min != 0
+        ):
+            yield ConfigProblem(
+                ("autoscaling",),
+                "flex-start pools must autoscale from 0 (GKE provisions flex-start nodes"
+                " on demand)",
+                "replace gpu.nodes with gpu.autoscaling {min: 0, max: N}",
+            )
+
+
+class AuthorizedNetwork(_Model):
+    """A CIDR allowed to reach the GKE control plane's public endpoint."""
+
+    name: str = Field(min_length=1, max_length=64, description="Display name, e.g. office-vpn.")
+    cidr: Cidr = Field(description="Source range, e.g. 203.0.113.0/24.")
+
+
+class NetworkConfig(_Model):
+    """Address plan of the three VPCs and control-plane access."""
+
+    primary_cidr: Cidr = Field(
+        IPv4Network("10.0.0.0/20"), description="Cluster subnet (node IPs) in gcp:region."
+    )
+    pods_cidr: Cidr = Field(IPv4Network("10.4.0.0/14"), description="Pods secondary range.")
+    services_cidr: Cidr = Field(
+        IPv4Network("10.0.32.0/20"), description="Services secondary range."
+    )
+    gvnic_cidr: Cidr = Field(
+        IPv4Network("192.168.0.0/24"), description="gVNIC subnet (second NIC, eth1)."
+    )
+    rdma_cidrs: list[Cidr] | None = Field(
+        None,
+        description="One subnet per RDMA NIC; default: consecutive /24s after gvnicCidr"
+        " (192.168.1.0/24 ... 192.168.8.0/24), none for GPUs without RDMA.",
+    )
+    mtu: int = Field(
+        8896,
+        ge=1300,
+        le=8896,
+        description="MTU of the cluster and gVNIC VPCs; 8896 gives Managed Lustre up to ~10% more"
+        " throughput (https://docs.cloud.google.com/managed-lustre/docs/performance).",
+    )
+    authorized_networks: list[AuthorizedNetwork] = Field(
+        default_factory=list,
+        description="CIDRs allowed to reach the control plane (list of {name, cidr}).",
+    )
+
+    @field_validator("authorized_networks")
+    @classmethod
+    def _unique_names(cls, value: list[AuthorizedNetwork]) -> list[AuthorizedNetwork]:
+        names = [n.name for n in value]
+        for i, n in enumerate(names):
+            if names.index(n) != i:
+                raise ConfigProblem(
+                    (i, "name"),
+                    f"name {n!r} is used twice",
+                    "give each authorized network its own name",
+                )
+        return value
+
+
+class LustreConfig(_Model):
+    """Google Cloud Managed Lustre instance in the GPU zone."""
+
+    enabled: bool = Field(False, description="Create the Managed Lustre instance and its PV/PVC.")
+    capacity_gib: int = Field(
+        18_000, ge=1, description="Capacity in GiB; must fit the throughput tier's min/max/step."
+    )
+    throughput: Throughput = Field(
+        500, description="Performance tier in MB/s per TiB: 125, 250, 500 or 1000."
+    )
+    filesystem: str = Field(
+        "lustrefs",
+        pattern=r"^[A-Za-z0-9]{1,8}$",
+        description="Lustre file system name: 1-8 letters or digits.",
+    )
+
+    @model_validator(mode="after")
+    def _tier(self) -> Self:
+        problem = capacity_problem(self.throughput, self.capacity_gib)
+        if problem is not None:
+            raise ConfigProblem(
+                ("capacityGib",),
+                problem,
+                "pick a capacity from the tier table in planning/lustre_tiers.py",
+            )
+        return self
+
+
+class RayConfig(_Model):
+    """Ray platform: which KubeRay operator runs the RayCluster."""
+
+    operator: Literal["helm", "gke-addon"] = Field(
+        "helm",
+        description="helm: pinned KubeRay Helm release; gke-addon: GKE's managed Ray operator."
+        " Never both.",
+    )
+
+
+class StackConfig(_Model):
+    """Everything one stack needs, validated per field and across fields."""
+
+    project: str = Field(
+        alias="gcp:project", pattern=PROJECT_ID_PATTERN, description="GCP project."
+    )
+    region: str = Field(alias="gcp:region", pattern=REGION_PATTERN, description="GCP region.")
+    zone: str = Field(
+        pattern=ZONE_PATTERN,
+        description="GPU zone: RDMA network profile, GPU node locations and Lustre.",
+    )
+    name: str = Field(
+        pattern=BASE_NAME_PATTERN,
+        description="Base name of cloud resources (default nemo-rl-<stack>).",
+    )
+    protect: bool = Field(
+        True,
+        description="Protect stateful resources (cluster, Lustre, buckets) from deletion.",
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="Extra labels put on every labelable resource."
+    )
+    gpu: GpuConfig = Field(description="GPU node pool.")
+    network: NetworkConfig = Field(default_factory=NetworkConfig, description="Address plan.")
+    lustre: LustreConfig = Field(default_factory=LustreConfig, description="Managed Lustre.")
+    ray: RayConfig = Field(default_factory=RayConfig, description="Ray platform.")
+
+    @property
+    def names(self) -> Names:
+        """GCP names derived from the base name."""
+        return Names(self.name)
+
+    @property
+    def rdma_cidrs(self) -> list[IPv4Network]:
+        """The RDMA subnets: as configured, or planned right after the gVNIC subnet."""
+        if self.network.rdma_cidrs is not None:
+            return list(self.network.rdma_cidrs)
+        return consecutive_subnets(self.network.gvnic_cidr, self.gpu.profile.rdma_nics)
+
+    @property
+    def network_profile(self) -> str:
+        """The zonal RoCE network profile (the tutorial's region form is a doc bug)."""
+        return f"projects/{self.project}/global/networkProfiles/{self.zone}-vpc-roce"
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, val in value.items():
+            if not re.match(LABEL_KEY_PATTERN, key):
+                raise ConfigProblem(
+                    (key,),
+                    f"label key {key!r} is invalid",
+                    "use lower-case letters, digits, _ or -, starting with a letter (max 63)",
+                )
+            if not re.match(LABEL_VALUE_PATTERN, val):
+                raise ConfigProblem(
+                    (key,),
+                    f"label value {val!r} is invalid",
+                    "use lower-case letters, digits, _ or - (max 63)",
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> Self:
+        for problem in self._problems():
+            raise problem
+        return self
+
+    def _problems(self) -> Iterator[ConfigProblem]:
+        zone_region = self.zone.rsplit("-", 1)[0]
+        if zone_region != self.region:
+            yield ConfigProblem(
+                ("zone",),
+                f"zone {self.zone} is not in region {self.region}",
+                f"pick a zone of {self.region} (e.g. {self.region}-b) or change gcp:region to"
+                f" {zone_region}",
+            )
+        nics = self.gpu.profile.rdma_nics
+        configured = self.network.rdma_cidrs
+        if configured is not None and len(configured) != nics:
+            yield ConfigProblem(
+                ("network", "rdmaCidrs"),
+                f"{len(configured)} RDMA CIDRs given but {self.gpu.profile.machine_type} has"
+                f" {nics} RDMA NICs (one subnet each)",
+                f"list exactly {nics} CIDRs, or remove network.rdmaCidrs to use the default plan",
+            )
+            return
+        try:
+            rdma = self.rdma_cidrs
+        except ValueError as err:
+            yield ConfigProblem(
+                ("network", "gvnicCidr"),
+                f"the default RDMA plan does not fit: {err}",
+                "move network.gvnicCidr or list network.rdmaCidrs explicitly",
+            )
+            return
+        for dup in duplicates(rdma):
+            yield ConfigProblem(
+                ("network", "rdmaCidrs"),
+                f"{dup} is listed twice",
+                "give each RDMA NIC its own subnet",
+            )
+        ranges = {
+            "primaryCidr": self.network.primary_cidr,
+            "podsCidr": self.network.pods_cidr,
+            "servicesCidr": self.network.services_cidr,
+            "gvnicCidr": self.network.gvnic_cidr,
+        }
+        ranges.update({f"rdmaCidrs[{i}]": net for i, net in enumerate(rdma)})
+        for first, second in overlaps(ranges):
+            if first.startswith("rdmaCidrs") and second.startswith("rdmaCidrs"):
+                continue  # exact duplicates reported above; partial overlaps fall through below
+            yield ConfigProblem(
+                ("network", second),
+                f"{ranges[second]} overlaps network.{first} ({ranges[first]})",
+                "choose non-overlapping ranges for primary, pods, services, gVNIC and RDMA",
+            )
+        for i, net in enumerate(rdma):
+            for j in range(i + 1, len(rdma)):
+                if net != rdma[j] and net.overlaps(rdma[j]):
+                    yield ConfigProblem(
+                        ("network", f"rdmaCidrs[{j}]"),
+                        f"{rdma[j]} overlaps network.rdmaCidrs[{i}] ({net})",
+                        "give each RDMA NIC a separate subnet",
+                    )
+
+
+SECRET_KEYS: tuple[str, ...] = ("hfToken", "wandbApiKey")
+"""Keys read only as Pulumi secrets, never through StackConfig."""

@@ -1,0 +1,105 @@
+"""CIDR planning: table tests plus properties over arbitrary inputs."""
+
+from __future__ import annotations
+
+import itertools
+from ipaddress import IPv4Network
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from planning.cidrs import consecutive_subnets, duplicates, overlaps, split
+
+
+def nets(*cidrs: str) -> list[IPv4Network]:
+    return [IPv4Network(c) for c in cidrs]
+
+
+@pytest.mark.parametrize(
+    ("after", "count", "expected"),
+    [
+        # The tutorial's layout: gVNIC 192.168.0.0/24, RDMA sub-0..7 = 192.168.1-8.0/24 (§3.2).
+        (
+            "192.168.0.0/24",
+            8,
+            [f"192.168.{i}.0/24" for i in range(1, 9)],
+        ),
+        ("10.10.0.0/23", 2, ["10.10.2.0/23", "10.10.4.0/23"]),
+        ("192.168.0.0/24", 0, []),
+    ],
+)
+def test_consecutive_subnets_table(after: str, count: int, expected: list[str]) -> None:
+    assert consecutive_subnets(IPv4Network(after), count) == nets(*expected)
+
+
+def test_consecutive_subnets_refuses_to_leave_ipv4() -> None:
+    with pytest.raises(ValueError, match="do not fit"):
+        consecutive_subnets(IPv4Network("255.255.254.0/24"), 2)
+
+
+@pytest.mark.parametrize(
+    ("parent", "count", "expected"),
+    [
+        ("192.168.64.0/21", 8, [f"192.168.{64 + i}.0/24" for i in range(8)]),
+        ("10.0.0.0/16", 3, ["10.0.0.0/18", "10.0.64.0/18", "10.0.128.0/18"]),
+        ("10.0.0.0/24", 1, ["10.0.0.0/24"]),
+    ],
+)
+def test_split_table(parent: str, count: int, expected: list[str]) -> None:
+    assert split(IPv4Network(parent), count) == nets(*expected)
+
+
+def test_split_rejects_too_many() -> None:
+    with pytest.raises(ValueError, match="cannot be split"):
+        split(IPv4Network("10.0.0.0/31"), 8)
+
+
+def test_overlaps_names_each_pair_once() -> None:
+    ranges = {
+        "primary": IPv4Network("10.0.0.0/20"),
+        "pods": IPv4Network("10.0.0.0/14"),
+        "services": IPv4Network("10.0.8.0/21"),
+        "gvnic": IPv4Network("192.168.0.0/24"),
+    }
+    assert overlaps(ranges) == [("primary", "pods"), ("primary", "services"), ("pods", "services")]
+
+
+def test_duplicates_in_first_seen_order() -> None:
+    assert duplicates(nets("10.0.0.0/24", "10.0.1.0/24", "10.0.0.0/24", "10.0.0.0/24")) == nets(
+        "10.0.0.0/24"
+    )
+
+
+prefixes = st.integers(min_value=16, max_value=28)
+counts = st.integers(min_value=1, max_value=16)
+
+
+@st.composite
+def private_networks(draw: st.DrawFn) -> IPv4Network:
+    prefix = draw(prefixes)
+    base = draw(st.integers(min_value=0, max_value=2**20 - 1)) << 8  # inside 10.0.0.0/8-ish
+    return IPv4Network((0x0A000000 | (base & 0x00FFFFFF), prefix), strict=False)
+
+
+@given(private_networks(), counts)
+def test_consecutive_subnets_properties(after: IPv4Network, count: int) -> None:
+    plan = consecutive_subnets(after, count)
+    assert len(plan) == count
+    assert all(n.prefixlen == after.prefixlen for n in plan)
+    assert overlaps({str(i): n for i, n in enumerate([after, *plan])}) == []
+    # contiguous: each subnet starts where the previous ends
+    chain = [after, *plan]
+    for a, b in itertools.pairwise(chain):
+        assert int(b.network_address) == int(a.broadcast_address) + 1
+
+
+@given(private_networks(), st.integers(min_value=1, max_value=8))
+def test_split_properties(parent: IPv4Network, count: int) -> None:
+    if parent.prefixlen + (count - 1).bit_length() > 32:
+        return
+    plan = split(parent, count)
+    assert len(plan) == count
+    assert all(n.subnet_of(parent) for n in plan)
+    assert overlaps({str(i): n for i, n in enumerate(plan)}) == []
+    assert len({n.prefixlen for n in plan}) == 1

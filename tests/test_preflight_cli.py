@@ -1,0 +1,149 @@
+"""The preflight command: exit codes, JSON shape, config errors, secrets never printed."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from preflight.cli import main
+from preflight.stackfiles import SECRET_PLACEHOLDER
+from tests.harness import REPO, variant, write_stack
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_dev_passes_and_writes_json(tmp_path: Path) -> None:
+    report = tmp_path / "dev.json"
+    code, out, _ = run_cli("--stack", "dev", "--json", str(report))
+    assert code == 0
+    assert "preflight dev: PASS" in out
+    assert "nemo:network:PrimaryNetwork" in out
+    data = json.loads(report.read_text())
+    assert set(data) == {
+        "stack",
+        "project",
+        "resources",
+        "outputs",
+        "policies",
+        "violations",
+        "summary",
+    }
+    assert data["stack"] == "dev"
+    assert data["project"] == "nemo-rl-gke"
+    resource = data["resources"][0]
+    assert set(resource) == {
+        "urn",
+        "type",
+        "name",
+        "parent",
+        "dependencies",
+        "protect",
+        "provider",
+        "inputs",
+    }
+    assert {p["name"] for p in data["policies"]} >= {"gpu-quota", "firewall-no-world-ingress"}
+    assert data["violations"] == []
+    subnet = next(r for r in data["resources"] if r["name"] == "primary-sub")
+    assert "ipCidrRange" in subnet["inputs"], "inputs are in wire form (camelCase)"
+    assert any(d.endswith("::primary-net") for d in subnet["dependencies"])
+
+
+def test_invalid_stack_exits_2_with_one_line_and_registers_nothing(tmp_path: Path) -> None:
+    config = variant(
+        "b200", {"nemo-rl-gke:gpu": {"type": "b200", "nodes": 2, "capacity": "reservation"}}
+    )
+    path = write_stack(tmp_path, "broken", config)
+    code, out, err = run_cli("--stack-file", str(path))
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "nemo-rl-gke:gpu.reservation" in lines[0]
+    assert "Fix:" in lines[0]
+    assert "Traceback" not in err
+
+
+def test_invalid_stack_registers_no_resource(tmp_path: Path) -> None:
+    from preflight.engine import run_program
+    from preflight.stackfiles import read_project, read_stack
+    from stack_config import InvalidStackConfig
+
+    config = variant("dev", {"nemo-rl-gke:zone": "europe-west4-a"})
+    path = write_stack(tmp_path, "dev", config)
+    project = read_project(REPO)
+    values = read_stack(project, path)
+    registered: list[Any] = []
+    import preflight.recorder as recorder
+
+    original = recorder.RecordingMonitor.RegisterResource
+
+    def spy(self: recorder.RecordingMonitor, request: Any) -> Any:
+        registered.append(request.type)
+        return original(self, request)
+
+    recorder.RecordingMonitor.RegisterResource = spy  # type: ignore[method-assign]
+    try:
+        with pytest.raises(InvalidStackConfig, match="nemo-rl-gke:zone"):
+            run_program(REPO / "__main__.py", project.name, values)
+    finally:
+        recorder.RecordingMonitor.RegisterResource = original  # type: ignore[method-assign]
+    assert [t for t in registered if t != "pulumi:pulumi:Stack"] == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["--stack", "nope"], "no stack file"),
+        (["--stack-file", "settings.yaml"], "Pulumi.<stack>.yaml"),
+        (["--bogus"], ""),
+    ],
+)
+def test_usage_errors_exit_2(argv: list[str], fragment: str) -> None:
+    code, _, err = run_cli(*argv)
+    assert code == 2
+    assert fragment in err
+
+
+def test_bad_policy_config_exits_2(tmp_path: Path) -> None:
+    cfg = tmp_path / "p.json"
+    cfg.write_text(json.dumps({"gpu-quota": {"quotas": {"NVIDIA_B200_GPUS": -1}}}))
+    code, _, err = run_cli("--stack", "dev", "--policy-config", str(cfg))
+    assert code == 2
+    assert "gpu-quota.quotas.NVIDIA_B200_GPUS" in err
+    cfg.write_text(json.dumps({"no-such-policy": "mandatory"}))
+    code, _, err = run_cli("--stack", "dev", "--policy-config", str(cfg))
+    assert code == 2
+    assert "unknown policy 'no-such-policy'" in err
+
+
+def test_secure_values_never_reach_output(tmp_path: Path) -> None:
+    config = variant("dev", {"nemo-rl-gke:hfToken": {"secure": "v1:ciphertext"}})
+    path = write_stack(tmp_path, "dev", config)
+    report = tmp_path / "out.json"
+    code, out, err = run_cli("--stack-file", str(path), "--json", str(report))
+    assert code == 0
+    for text in (out, err, report.read_text()):
+        assert SECRET_PLACEHOLDER not in text
+
+
+def test_module_entry_point_runs_as_a_process() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "preflight", "--stack", "dev", "--quiet"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("preflight dev: PASS")

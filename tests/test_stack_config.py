@@ -1,0 +1,348 @@
+"""The typed config contract: every committed stack validates; every rule fails with its message."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from planning.naming import default_base_name
+from preflight.stackfiles import read_project, read_stack
+from stack_config import InvalidStackConfig, StackConfig, load_stack_config
+from tests.harness import REPO, STACKS
+
+
+def committed_values(stack: str) -> dict[str, str]:
+    return read_stack(read_project(REPO), REPO / f"Pulumi.{stack}.yaml").values
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_committed_stacks_validate(stack: str) -> None:
+    cfg = load_stack_config(committed_values(stack), stack)
+    assert isinstance(cfg, StackConfig)
+    assert cfg.name == default_base_name(stack)
+
+
+def test_production_and_dev_shapes() -> None:
+    dev = load_stack_config(committed_values("dev"), "dev")
+    assert (dev.gpu.type, dev.gpu.capacity, dev.protect, dev.lustre.enabled) == (
+        "l4",
+        "spot",
+        False,
+        False,
+    )
+    assert dev.gpu.autoscaling is not None
+    assert dev.gpu.autoscaling.min == 0
+    assert dev.rdma_cidrs == []
+    for stack, gpu in (("b200", "b200"), ("h200", "h200")):
+        cfg = load_stack_config(committed_values(stack), stack)
+        assert (cfg.gpu.type, cfg.gpu.capacity, cfg.gpu.nodes) == (gpu, "reservation", 2)
+        assert cfg.protect is True
+        assert cfg.lustre.enabled is True
+        assert "placeholder" in (cfg.gpu.reservation or "")
+        assert len(cfg.rdma_cidrs) == 8
+
+
+BASE: dict[str, Any] = {
+    "gcp:project": "my-project-123",
+    "gcp:region": "us-central1",
+    "nemo-rl-gke:zone": "us-central1-b",
+    "nemo-rl-gke:gpu": {"type": "b200", "nodes": 2, "capacity": "reservation", "reservation": "r1"},
+}
+
+
+def values(**changes: Any) -> dict[str, str]:
+    """BASE with changes; keys use __ for ':' and objects are JSON-encoded like the engine does."""
+    merged = dict(BASE)
+    for key, value in changes.items():
+        full = (
+            key.replace("__", ":").replace("_", "-")
+            if key.startswith("gcp")
+            else f"nemo-rl-gke:{key}"
+        )
+        if value is None:
+            merged.pop(full, None)
+        else:
+            merged[full] = value
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in merged.items()}
+
+
+def gpu(**fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = dict(BASE["nemo-rl-gke:gpu"])
+    for key, value in fields.items():
+        if value is None:
+            base.pop(key, None)
+        else:
+            base[key] = value
+    return base
+
+
+def error_for(vals: dict[str, str]) -> InvalidStackConfig:
+    with pytest.raises(InvalidStackConfig) as info:
+        load_stack_config(vals, "b200")
+    return info.value
+
+
+def test_base_is_valid() -> None:
+    cfg = load_stack_config(values(), "b200")
+    assert [str(c) for c in cfg.rdma_cidrs] == [f"192.168.{i}.0/24" for i in range(1, 9)]
+    # tutorial-facts §16.1: zonal profile, never the region
+    assert (
+        cfg.network_profile
+        == "projects/my-project-123/global/networkProfiles/us-central1-b-vpc-roce"
+    )
+
+
+CASES: list[tuple[str, dict[str, Any], str, str]] = [
+    (
+        "zone-outside-region",
+        {"zone": "us-east4-b"},
+        "nemo-rl-gke:zone",
+        "is not in region us-central1",
+    ),
+    ("zone-malformed", {"zone": "central"}, "nemo-rl-gke:zone", "should match pattern"),
+    ("project-missing", {"gcp__project": None}, "gcp:project", "is required"),
+    ("gpu-missing", {"gpu": None}, "nemo-rl-gke:gpu", "is required"),
+    (
+        "gpu-type-unknown",
+        {"gpu": gpu(type="b300")},
+        "nemo-rl-gke:gpu.type",
+        "'b200', 'h200' or 'l4'",
+    ),
+    (
+        "reservation-missing",
+        {"gpu": gpu(reservation=None)},
+        "nemo-rl-gke:gpu.reservation",
+        "required when capacity is 'reservation'",
+    ),
+    (
+        "reservation-with-spot",
+        {"gpu": gpu(capacity="spot")},
+        "nemo-rl-gke:gpu.reservation",
+        "cannot consume reservations",
+    ),
+    (
+        "reservation-url",
+        {"gpu": gpu(reservation="projects/p/reservations/r")},
+        "nemo-rl-gke:gpu.reservation",
+        "is not NAME or NAME/reservationBlocks/BLOCK",
+    ),
+    (
+        "reservation-project-alone",
+        {"gpu": gpu(capacity="spot", reservation=None, reservationProject="other-proj")},
+        "nemo-rl-gke:gpu.reservationProject",
+        "only used together with gpu.reservation",
+    ),
+    (
+        "nodes-and-autoscaling",
+        {"gpu": gpu(autoscaling={"min": 0, "max": 2})},
+        "nemo-rl-gke:gpu.nodes",
+        "exactly one of nodes",
+    ),
+    (
+        "neither-nodes-nor-autoscaling",
+        {"gpu": gpu(nodes=None)},
+        "nemo-rl-gke:gpu.nodes",
+        "exactly one of nodes",
+    ),
+    (
+        "too-many-nodes",
+        {"gpu": gpu(nodes=1001)},
+        "nemo-rl-gke:gpu.nodes",
+        "less than or equal to 1000",
+    ),
+    (
+        "autoscaling-max-too-big",
+        {"gpu": gpu(nodes=None, autoscaling={"min": 0, "max": 5000})},
+        "nemo-rl-gke:gpu.autoscaling.max",
+        "less than or equal to 1000",
+    ),
+    (
+        "autoscaling-min-above-max",
+        {"gpu": gpu(nodes=None, autoscaling={"min": 3, "max": 2})},
+        "nemo-rl-gke:gpu.autoscaling.min",
+        "larger than max",
+    ),
+    (
+        "a4-on-demand",
+        {"gpu": gpu(capacity="on-demand", reservation=None)},
+        "nemo-rl-gke:gpu.capacity",
+        "not sold as 'on-demand'",
+    ),
+    (
+        "flex-start-fixed-size",
+        {"gpu": gpu(capacity="flex-start", reservation=None)},
+        "nemo-rl-gke:gpu.autoscaling",
+        "must autoscale from 0",
+    ),
+    ("unknown-gpu-field", {"gpu": gpu(node=2)}, "nemo-rl-gke:gpu.node", "did you mean 'nodes'"),
+    ("unknown-top-key", {"gpus": {"type": "b200"}}, "nemo-rl-gke:gpus", "did you mean 'gpu'"),
+    (
+        "rdma-count",
+        {"network": {"rdmaCidrs": ["192.168.1.0/24"]}},
+        "nemo-rl-gke:network.rdmaCidrs",
+        "1 RDMA CIDRs given but a4-highgpu-8g has 8 RDMA NICs",
+    ),
+    (
+        "rdma-duplicate",
+        {"network": {"rdmaCidrs": ["192.168.1.0/24"] * 8}},
+        "nemo-rl-gke:network.rdmaCidrs",
+        "listed twice",
+    ),
+    (
+        "rdma-overlaps-gvnic",
+        {"network": {"rdmaCidrs": [f"192.168.{i}.0/24" for i in range(8)]}},
+        "nemo-rl-gke:network.rdmaCidrs[0]",
+        "overlaps network.gvnicCidr",
+    ),
+    (
+        "pods-overlap-primary",
+        {"network": {"podsCidr": "10.0.0.0/14"}},
+        "nemo-rl-gke:network.podsCidr",
+        "overlaps network.primaryCidr",
+    ),
+    (
+        "services-overlap-pods",
+        {"network": {"servicesCidr": "10.5.0.0/20"}},
+        "nemo-rl-gke:network.servicesCidr",
+        "overlaps network.podsCidr",
+    ),
+    (
+        "host-bits",
+        {"network": {"primaryCidr": "10.0.0.1/20"}},
+        "nemo-rl-gke:network.primaryCidr",
+        "host bits set",
+    ),
+    (
+        "not-a-cidr",
+        {"network": {"gvnicCidr": "banana"}},
+        "nemo-rl-gke:network.gvnicCidr",
+        "not an IPv4 CIDR",
+    ),
+    (
+        "authorized-network-bad-cidr",
+        {"network": {"authorizedNetworks": [{"name": "x", "cidr": "300.0.0.0/8"}]}},
+        "nemo-rl-gke:network.authorizedNetworks[0].cidr",
+        "not an IPv4 CIDR",
+    ),
+    (
+        "authorized-network-dup-name",
+        {
+            "network": {
+                "authorizedNetworks": [
+                    {"name": "x", "cidr": "203.0.113.0/24"},
+                    {"name": "x", "cidr": "198.51.100.0/24"},
+                ]
+            }
+        },
+        "nemo-rl-gke:network.authorizedNetworks[1].name",
+        "used twice",
+    ),
+    (
+        "mtu-too-big",
+        {"network": {"mtu": 9000}},
+        "nemo-rl-gke:network.mtu",
+        "less than or equal to 8896",
+    ),
+    (
+        "lustre-capacity-step",
+        {"lustre": {"enabled": True, "capacityGib": 20000}},
+        "nemo-rl-gke:lustre.capacityGib",
+        "not a multiple of 18000",
+    ),
+    (
+        "lustre-capacity-below-min",
+        {"lustre": {"enabled": True, "capacityGib": 18000, "throughput": 250}},
+        "nemo-rl-gke:lustre.capacityGib",
+        "outside 36000",
+    ),
+    (
+        "lustre-tier",
+        {"lustre": {"throughput": 300}},
+        "nemo-rl-gke:lustre.throughput",
+        "125, 250, 500 or 1000",
+    ),
+    (
+        "lustre-filesystem-name",
+        {"lustre": {"filesystem": "lustre-fs"}},
+        "nemo-rl-gke:lustre.filesystem",
+        "should match pattern",
+    ),
+    (
+        "lustre-filesystem-too-long",
+        {"lustre": {"filesystem": "abcdefghi"}},
+        "nemo-rl-gke:lustre.filesystem",
+        "should match pattern",
+    ),
+    ("protect-not-bool", {"protect": "maybe"}, "nemo-rl-gke:protect", "valid boolean"),
+    ("name-invalid", {"name": "Nemo_RL"}, "nemo-rl-gke:name", "should match pattern"),
+    (
+        "label-key",
+        {"labels": {"Team": "ml"}},
+        "nemo-rl-gke:labels.Team",
+        "label key 'Team' is invalid",
+    ),
+    ("gpu-not-a-map", {"gpu": "b200"}, "nemo-rl-gke:gpu", "valid dictionary"),
+    (
+        "ray-operator",
+        {"ray": {"operator": "both"}},
+        "nemo-rl-gke:ray.operator",
+        "'helm' or 'gke-addon'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "changes", "key", "fragment"), CASES, ids=[c[0] for c in CASES])
+def test_invalid_config_names_key_and_fix(
+    case: str, changes: dict[str, Any], key: str, fragment: str
+) -> None:
+    err = error_for(values(**changes))
+    assert err.key == key, str(err)
+    assert fragment in str(err), str(err)
+    assert err.fix, "every message says how to fix it"
+    assert "\n" not in str(err), "one line"
+
+
+def test_l4_needs_no_rdma_and_rejects_rdma_cidrs() -> None:
+    dev = {"gpu": {"type": "l4", "capacity": "spot", "autoscaling": {"min": 0, "max": 2}}}
+    cfg = load_stack_config(values(**dev), "dev")
+    assert cfg.rdma_cidrs == []
+    err = error_for(values(**dev, network={"rdmaCidrs": ["192.168.1.0/24"]}))
+    assert "g2-standard-16 has 0 RDMA NICs" in str(err)
+
+
+def test_rdma_plan_follows_the_gvnic_range() -> None:
+    cfg = load_stack_config(values(network={"gvnicCidr": "192.168.16.0/24"}), "b200")
+    assert str(cfg.rdma_cidrs[0]) == "192.168.17.0/24"
+    assert str(cfg.rdma_cidrs[-1]) == "192.168.24.0/24"
+
+
+def test_explicit_rdma_cidrs_are_kept_in_order() -> None:
+    cidrs = [f"172.16.{i}.0/24" for i in range(7, -1, -1)]
+    cfg = load_stack_config(values(network={"rdmaCidrs": cidrs}), "b200")
+    assert [str(c) for c in cfg.rdma_cidrs] == cidrs
+
+
+def test_reservation_block_and_shared_project_accepted() -> None:
+    cfg = load_stack_config(
+        values(
+            gpu=gpu(reservation="res-a/reservationBlocks/block-1", reservationProject="owner-proj")
+        ),
+        "b200",
+    )
+    assert cfg.gpu.reservation == "res-a/reservationBlocks/block-1"
+    assert cfg.gpu.reservation_project == "owner-proj"
+
+
+def test_more_problems_are_counted() -> None:
+    err = error_for(values(zone="bad", gpu=gpu(type="b300")))
+    assert err.more >= 1
+    assert "more problem" in str(err)
+
+
+def test_secrets_are_not_part_of_the_model() -> None:
+    vals = values()
+    vals["nemo-rl-gke:hfToken"] = "hf_not_a_real_token"
+    cfg = load_stack_config(vals, "b200")
+    assert "hf_not_a_real_token" not in cfg.model_dump_json()

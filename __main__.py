@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 from components import (
+    AuthorizedCidr,
+    GkeCluster,
+    GkeClusterArgs,
+    GpuNetworking,
+    GpuNetworkingArgs,
+    GpuNodePool,
+    GpuNodePoolArgs,
     GvnicNetwork,
     GvnicNetworkArgs,
+    MaintenancePlan,
     PrimaryNetwork,
     PrimaryNetworkArgs,
     RdmaNetwork,
     RdmaNetworkArgs,
+    SystemNodePool,
+    SystemNodePoolArgs,
 )
 from planning.catalog import extra_gvnic_networks
+from planning.naming import base_labels
+from planning.versions import VERSIONS
 from stack_config import load_stack_config
 from stack_config.pulumi_source import current_config_values
 
@@ -20,7 +33,9 @@ from stack_config.pulumi_source import current_config_values
 # with one message naming the key, and nothing is half-applied.
 cfg = load_stack_config(current_config_values(), pulumi.get_stack())
 gpu = cfg.gpu.profile
+labels = base_labels(pulumi.get_stack(), cfg.labels)
 
+# --- networks ------------------------------------------------------------------------
 primary = PrimaryNetwork(
     "primary",
     PrimaryNetworkArgs(
@@ -56,13 +71,119 @@ rdma = (
     if gpu.rdma_nics
     else None
 )
-
 # The GPU pool's extra NICs in slot order - gVNIC first, then rdma-0..7 - taken from the
 # network components' outputs so no network name is typed twice.
 node_networks: pulumi.Output[list[dict[str, str]]] = pulumi.Output.all(
     *[net.node_networks for net in (gvnic, rdma) if net is not None]
 ).apply(lambda parts: [n for part in parts for n in part])
 
-pulumi.export("network", primary.network_name)
+# --- cluster and node pools ---------------------------------------------------------------
+maintenance = cfg.cluster.maintenance
+cluster = GkeCluster(
+    "gke",
+    GkeClusterArgs(
+        project=cfg.project,
+        region=cfg.region,
+        name=cfg.names.cluster,
+        node_service_account_id=cfg.names.node_service_account,
+        network=primary.network_self_link,
+        subnetwork=primary.subnet_self_link,
+        pods_range_name=primary.pods_range_name,
+        services_range_name=primary.services_range_name,
+        release_channel=cfg.cluster.release_channel,
+        min_version=cfg.cluster.min_version,
+        authorized_networks=[
+            AuthorizedCidr(name=n.name, cidr=str(n.cidr)) for n in cfg.network.authorized_networks
+        ],
+        maintenance=MaintenancePlan(
+            window_start=maintenance.window_start,
+            window_end=maintenance.window_end,
+            recurrence=maintenance.recurrence,
+            exclusion_scope=maintenance.exclusion_scope if maintenance.block_upgrades else None,
+            exclusion_start=maintenance.exclusion_start,
+        ),
+        lustre_csi=cfg.lustre.enabled,
+        legacy_lustre_port=cfg.legacy_lustre_port,
+        gke_ray_addon=cfg.ray.operator == "gke-addon",
+        protect=cfg.protect,
+        labels=labels,
+    ),
+)
+system_pool = SystemNodePool(
+    "system",
+    SystemNodePoolArgs(
+        cluster_id=cluster.cluster_id,
+        region=cfg.region,
+        zone=cfg.zone,
+        service_account=cluster.node_service_account_email,
+        machine_type=cfg.cluster.system_pool.machine_type,
+        min_nodes=cfg.cluster.system_pool.min,
+        max_nodes=cfg.cluster.system_pool.max,
+        disk_gb=cfg.cluster.system_pool.disk_gb,
+        labels=labels,
+    ),
+)
+gpu_pool = GpuNodePool(
+    "gpu",
+    GpuNodePoolArgs(
+        cluster_id=cluster.cluster_id,
+        project=cfg.project,
+        region=cfg.region,
+        zone=cfg.zone,
+        gpu=gpu,
+        service_account=cluster.node_service_account_email,
+        capacity=cfg.gpu.capacity,
+        nodes=cfg.gpu.nodes,
+        autoscaling=(cfg.gpu.autoscaling.min, cfg.gpu.autoscaling.max)
+        if cfg.gpu.autoscaling
+        else None,
+        reservation=cfg.gpu.reservation,
+        reservation_project=cfg.gpu.reservation_project,
+        placement=cfg.gpu.placement,
+        driver_version=cfg.gpu.driver_version,
+        additional_networks=node_networks,
+        labels=labels,
+    ),
+)
+
+# --- Kubernetes ------------------------------------------------------------------------
+# The only Kubernetes provider: built from the cluster's outputs with an exec kubeconfig
+# (no token in state). Every stack disables the default provider, so a resource that forgets
+# this one fails instead of reaching a stray kubeconfig.
+k8s_provider = k8s.Provider(
+    "gke-k8s",
+    kubeconfig=cluster.kubeconfig,
+    enable_server_side_apply=True,
+    opts=pulumi.ResourceOptions(depends_on=[system_pool]),
+)
+k8s_opts = pulumi.ResourceOptions(providers=[k8s_provider])
+
+gpu_networking = (
+    GpuNetworking(
+        "gpu-net",
+        GpuNetworkingArgs(
+            gvnic_network=gvnic.network_name,
+            gvnic_subnet=gvnic.subnet_name,
+            rdma_network=rdma.network_name,
+            rdma_subnets=rdma.subnet_names,
+            rdma_nics=gpu.rdma_nics,
+            accelerator_type=gpu.accelerator_type,
+            installer_image=VERSIONS.gib_installer_image.value,
+            pause_image=VERSIONS.pause_image.value,
+        ),
+        opts=k8s_opts,
+    )
+    if gvnic is not None and rdma is not None
+    else None
+)
+
+# --- outputs ---------------------------------------------------------------------------
+pulumi.export("clusterName", cluster.name)
+pulumi.export("clusterLocation", cluster.location)
+pulumi.export("kubeconfig", cluster.kubeconfig)
+pulumi.export("getCredentialsCommand", cluster.get_credentials_command)
+pulumi.export("gpuNodePool", gpu_pool.pool_name)
 pulumi.export("gpuType", gpu.key)
 pulumi.export("additionalNodeNetworks", node_networks)
+if gpu_networking is not None:
+    pulumi.export("interfacesAnnotation", gpu_networking.interfaces_annotation)

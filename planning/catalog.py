@@ -40,6 +40,8 @@ class GpuProfile:
     capacity_types: frozenset[Capacity]
     """How Google sells this machine; anything else fails at create time."""
     boot_disk_type: str
+    local_ssds: int
+    """Bundled local SSDs, used as the node's ephemeral storage (emptyDir, image layers)."""
     vcpus: int
     memory_gb: int
     source: str
@@ -51,7 +53,8 @@ _QUOTA = "https://cloud.google.com/compute/resource-usage#gpu_quota"
 
 GPU_CATALOG: Final[dict[GpuType, GpuProfile]] = {
     # A4: 8x B200, 8 CX-7 RoCE NICs, sold only as reservation, flex-start or spot
-    # (AI Hypercomputer page tabs); A4 boots from Hyperdisk only.
+    # (AI Hypercomputer page tabs); A4 boots from Hyperdisk only; 32 x 375 GiB local SSD
+    # (12 TiB) bundled, used as ephemeral storage as in Cluster Toolkit's gke-a4 blueprint.
     "b200": GpuProfile(
         key="b200",
         machine_type="a4-highgpu-8g",
@@ -65,6 +68,7 @@ GPU_CATALOG: Final[dict[GpuType, GpuProfile]] = {
         preemptible_quota_metric="PREEMPTIBLE_NVIDIA_B200_GPUS",
         capacity_types=frozenset({"reservation", "flex-start", "spot"}),
         boot_disk_type="hyperdisk-balanced",
+        local_ssds=32,
         vcpus=224,
         memory_gb=3968,
         source=f"{_AI_HYPERCOMPUTER}; {_MACHINES} (A4); {_QUOTA}",
@@ -83,6 +87,7 @@ GPU_CATALOG: Final[dict[GpuType, GpuProfile]] = {
         preemptible_quota_metric="PREEMPTIBLE_NVIDIA_H200_GPUS",
         capacity_types=frozenset({"reservation", "flex-start", "spot"}),
         boot_disk_type="hyperdisk-balanced",
+        local_ssds=32,
         vcpus=224,
         memory_gb=2952,
         source=f"{_AI_HYPERCOMPUTER}; {_MACHINES} (A3 Ultra); {_QUOTA}",
@@ -101,6 +106,7 @@ GPU_CATALOG: Final[dict[GpuType, GpuProfile]] = {
         preemptible_quota_metric="PREEMPTIBLE_NVIDIA_L4_GPUS",
         capacity_types=frozenset({"reservation", "spot", "flex-start", "on-demand"}),
         boot_disk_type="pd-balanced",
+        local_ssds=0,
         vcpus=16,
         memory_gb=64,
         source=f"{_MACHINES} (G2: g2-standard-16 = 1 L4, 16 vCPU, 64 GB); {_QUOTA}",

@@ -93,7 +93,8 @@ VERSIONS: Final = VersionTable(
         " (v1.1.1 since commit 155bfa4, 2026-03-09)",
     ),
     pause_image=Pin(
-        "gke.gcr.io/pause:3.8",
+        "gke.gcr.io/pause:3.8"
+        "@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830",
         "GoogleCloudPlatform/container-engine-accelerators:gpudirect-rdma/nccl-rdma-installer.yaml",
     ),
     nemo_rl_image=Pin(

@@ -10,10 +10,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from ipaddress import IPv4Network
 from typing import Annotated, Any, Literal, Self, cast
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from planning.catalog import Capacity, GpuProfile, GpuType, profile
@@ -25,7 +34,7 @@ from planning.naming import (
     LABEL_VALUE_PATTERN,
     Names,
 )
-from planning.versions import VERSIONS
+from planning.versions import VERSIONS, gke_at_least
 from stack_config.errors import ConfigProblem
 
 MAX_NODES_PER_POOL_ZONE = 1000
@@ -181,6 +190,25 @@ class GpuConfig(_Model):
                 f"{row.machine_type} is not sold as '{self.capacity}' (available: {sold})",
                 f"set gpu.capacity to one of: {sold}",
             )
+        if self.placement == "compact" and self.capacity == "reservation":
+            yield ConfigProblem(
+                ("placement",),
+                "compact placement is not used with a reservation: the reservation's blocks already"
+                " fix the topology",
+                "set gpu.placement to none, or target a block with"
+                " gpu.reservation NAME/reservationBlocks/BLOCK",
+            )
+        if (
+            self.placement == "compact"
+            and self.capacity == "flex-start"
+            and self.type not in ("b200", "h200")
+        ):
+            yield ConfigProblem(
+                ("placement",),
+                f"compact placement with flex-start is only offered for A4 and A3 Ultra, not"
+                f" {row.machine_type}",
+                "set gpu.placement to none",
+            )
         if self.capacity == "flex-start" and (
             self.autoscaling is None or self.autoscaling.min != 0
         ):
@@ -247,6 +275,12 @@ class LustreConfig(_Model):
     """Google Cloud Managed Lustre instance in the GPU zone."""
 
     enabled: bool = Field(False, description="Create the Managed Lustre instance and its PV/PVC.")
+    gke_support: bool = Field(
+        False,
+        description="Create the instance with GKE support (LNet on port 6988, cluster needs the"
+        " legacy Lustre port). Default false: port 988 with nodes at 1.33.2-gke.4655000+, as"
+        " Google now recommends.",
+    )
     capacity_gib: int = Field(
         18_000, ge=1, description="Capacity in GiB; must fit the throughput tier's min/max/step."
     )
@@ -269,6 +303,100 @@ class LustreConfig(_Model):
                 "pick a capacity from the tier table in planning/lustre_tiers.py",
             )
         return self
+
+
+def _rfc3339(value: str) -> datetime:
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigProblem(
+            (), f"{value!r} is not an RFC 3339 time", "write it like 2026-01-03T04:00:00Z"
+        ) from None
+
+
+Rfc3339 = Annotated[str, AfterValidator(lambda v: (_rfc3339(v), v)[1])]
+
+
+class SystemPoolConfig(_Model):
+    """CPU pool for the Ray head, the KubeRay operator and add-ons."""
+
+    machine_type: str = Field(
+        "n2-highmem-16",
+        pattern=r"^[a-z][a-z0-9]*-[a-z0-9-]+$",
+        description="Machine type; the Ray head needs about 12 vCPU / 96 GiB.",
+    )
+    min: int = Field(1, ge=0, le=100, description="Fewest system nodes.")
+    max: int = Field(3, ge=1, le=100, description="Most system nodes.")
+    disk_gb: int = Field(
+        200, ge=50, le=4000, description="Boot disk size; NeMo RL images are about 25 GB."
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        if self.min > self.max:
+            raise ConfigProblem(
+                ("min",), f"min ({self.min}) is larger than max ({self.max})", "make min <= max"
+            )
+        return self
+
+
+class MaintenanceConfig(_Model):
+    """When GKE may maintain the cluster, and which upgrades wait for a quiet moment."""
+
+    window_start: Rfc3339 = Field(
+        "2026-01-03T04:00:00Z", description="Start of the recurring window (RFC 3339, UTC)."
+    )
+    window_end: Rfc3339 = Field(
+        "2026-01-03T12:00:00Z", description="End of the first occurrence of the window."
+    )
+    recurrence: str = Field(
+        "FREQ=WEEKLY;BYDAY=SA,SU",
+        pattern=r"^FREQ=(DAILY|WEEKLY)(;.*)?$",
+        description="RFC 5545 RRULE of the window.",
+    )
+    block_upgrades: bool = Field(
+        True,
+        description="Add a maintenance exclusion until end of support so GKE never recreates GPU"
+        " nodes mid-run; upgrade on purpose instead.",
+    )
+    exclusion_scope: Literal["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"] = (
+        Field("NO_MINOR_OR_NODE_UPGRADES", description="What the exclusion blocks.")
+    )
+    exclusion_start: Rfc3339 = Field(
+        "2026-01-01T00:00:00Z", description="When the exclusion starts (RFC 3339, UTC)."
+    )
+
+    @model_validator(mode="after")
+    def _window(self) -> Self:
+        start, end = _rfc3339(self.window_start), _rfc3339(self.window_end)
+        if end - start < timedelta(hours=4):
+            raise ConfigProblem(
+                ("windowEnd",),
+                "the maintenance window must last at least 4 hours",
+                "move windowEnd at least 4 hours after windowStart",
+            )
+        return self
+
+
+class ClusterConfig(_Model):
+    """GKE control plane: version, system pool and maintenance policy."""
+
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = Field(
+        cast(Literal["REGULAR"], VERSIONS.gke_release_channel.value),
+        description="GKE release channel.",
+    )
+    min_version: str = Field(
+        VERSIONS.gke_cluster_version.value,
+        pattern=r"^\d+\.\d+(\.\d+(-gke\.\d+)?)?$",
+        description="Minimum control-plane version (prefix like 1.35 or a full GKE version);"
+        " must satisfy the GPU, flex-start and Lustre minimums.",
+    )
+    system_pool: SystemPoolConfig = Field(
+        default_factory=SystemPoolConfig, description="CPU node pool."
+    )
+    maintenance: MaintenanceConfig = Field(
+        default_factory=MaintenanceConfig, description="Maintenance window and exclusion."
+    )
 
 
 class RayConfig(_Model):
@@ -306,6 +434,7 @@ class StackConfig(_Model):
     gpu: GpuConfig = Field(description="GPU node pool.")
     network: NetworkConfig = Field(default_factory=NetworkConfig, description="Address plan.")
     lustre: LustreConfig = Field(default_factory=LustreConfig, description="Managed Lustre.")
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="GKE cluster.")
     ray: RayConfig = Field(default_factory=RayConfig, description="Ray platform.")
 
     @property
@@ -358,6 +487,7 @@ class StackConfig(_Model):
                 f"pick a zone of {self.region} (e.g. {self.region}-b) or change gcp:region to"
                 f" {zone_region}",
             )
+        yield from self._version_problems()
         nics = self.gpu.profile.rdma_nics
         configured = self.network.rdma_cidrs
         if configured is not None and len(configured) != nics:
@@ -406,6 +536,30 @@ class StackConfig(_Model):
                         f"{rdma[j]} overlaps network.rdmaCidrs[{i}] ({net})",
                         "give each RDMA NIC a separate subnet",
                     )
+
+    def required_gke_minimums(self) -> dict[str, str]:
+        """Every GKE minimum this stack depends on, keyed by the reason."""
+        needs = {f"{self.gpu.profile.machine_type} GPUs": self.gpu.profile.min_gke_version}
+        if self.gpu.capacity == "flex-start":
+            needs["flex-start"] = VERSIONS.gke_min_flex_start.value
+        if self.lustre.enabled and not self.lustre.gke_support:
+            needs["Lustre on port 988 (no legacy port)"] = VERSIONS.gke_min_lustre_port_988.value
+        return needs
+
+    @property
+    def legacy_lustre_port(self) -> bool:
+        """The cluster's legacy-port flag: on exactly when the instance has GKE support."""
+        return self.lustre.enabled and self.lustre.gke_support
+
+    def _version_problems(self) -> Iterator[ConfigProblem]:
+        for reason, minimum in self.required_gke_minimums().items():
+            if not gke_at_least(self.cluster.min_version, minimum):
+                yield ConfigProblem(
+                    ("cluster", "minVersion"),
+                    f"{self.cluster.min_version} is older than {minimum}, the minimum for {reason}",
+                    f"set cluster.minVersion to {minimum} or newer (Google's blueprints use"
+                    f" {VERSIONS.gke_cluster_version.value})",
+                )
 
 
 SECRET_KEYS: tuple[str, ...] = ("hfToken", "wandbApiKey")

@@ -147,3 +147,34 @@ def test_module_entry_point_runs_as_a_process() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("preflight dev: PASS")
+
+
+def test_mandatory_violation_exits_1(tmp_path: Path) -> None:
+    cfg = tmp_path / "tight.json"
+    cfg.write_text(json.dumps({"gpu-quota": {"quotas": {"PREEMPTIBLE_NVIDIA_L4_GPUS": 1}}}))
+    report = tmp_path / "r.json"
+    code, out, _ = run_cli("--stack", "dev", "--policy-config", str(cfg), "--json", str(report))
+    assert code == 1
+    assert "preflight dev: FAIL" in out
+    violations = json.loads(report.read_text())["violations"]
+    assert [v["policy"] for v in violations] == ["gpu-quota"]
+    assert violations[0]["enforcementLevel"] == "mandatory"
+    assert "can scale to 2 PREEMPTIBLE_NVIDIA_L4_GPUS" in violations[0]["message"]
+    assert violations[0]["urn"].endswith("::gpu-pool")
+
+
+def test_advisory_only_still_exits_0(tmp_path: Path) -> None:
+    cfg = tmp_path / "advisory.json"
+    cfg.write_text(
+        json.dumps(
+            {
+                "gpu-quota": {
+                    "enforcementLevel": "advisory",
+                    "quotas": {"PREEMPTIBLE_NVIDIA_L4_GPUS": 1},
+                }
+            }
+        )
+    )
+    code, out, _ = run_cli("--stack", "dev", "--policy-config", str(cfg))
+    assert code == 0
+    assert "[advisory] gpu-quota" in out

@@ -72,9 +72,108 @@ def test_every_resource_is_parented_to_a_component(stack: str) -> None:
     result = committed(stack)
     component_urns = {r.urn for r in result.run.records if not r.custom}
     for record in result.run.records:
-        if record.custom:
+        if record.custom and not record.type.startswith("pulumi:providers:"):
             assert record.parent in component_urns, f"{record.name} escapes its component"
 
 
 def test_no_resource_is_protected_in_dev(dev: Result) -> None:
     assert not any(r.protect for r in dev.run.records)
+
+
+# --- GKE cluster, node pools and GPU networking per stack ---------------------------------
+
+
+def test_additional_networks_are_the_network_components_names_in_order(b200: Result) -> None:
+    names = by_name(b200)
+    pool = names["gpu-pool"].inputs
+    expected = [
+        {
+            "network": names["gvnic-net"].inputs["name"],
+            "subnetwork": names["gvnic-sub"].inputs["name"],
+        }
+    ] + [
+        {
+            "network": names["rdma-net"].inputs["name"],
+            "subnetwork": names[f"rdma-sub-{i}"].inputs["name"],
+        }
+        for i in range(8)
+    ]
+    assert pool["networkConfig"]["additionalNodeNetworkConfigs"] == expected
+    assert len(expected) == 9  # nothing else: an extra network would take a GPU NIC's slot
+
+
+def test_b200_and_h200_pools_follow_the_catalog(b200: Result, h200: Result) -> None:
+    for result, machine, accel in (
+        (b200, "a4-highgpu-8g", "nvidia-b200"),
+        (h200, "a3-ultragpu-8g", "nvidia-h200-141gb"),
+    ):
+        node = by_name(result)["gpu-pool"].inputs["nodeConfig"]
+        assert node["machineType"] == machine
+        assert node["guestAccelerators"][0]["type"] == accel
+        assert node["guestAccelerators"][0]["count"] == 8.0
+        assert node["reservationAffinity"]["consumeReservationType"] == "SPECIFIC_RESERVATION"
+        assert node["diskType"] == "hyperdisk-balanced"
+        ds = by_name(result)["gpu-net-gib-installer"].inputs["spec"]["template"]["spec"]
+        values = ds["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ][0]["matchExpressions"][0]["values"]
+        assert values == [accel]
+
+
+def test_dev_is_an_l4_spot_pool_without_rdma_objects(dev: Result) -> None:
+    names = by_name(dev)
+    node = names["gpu-pool"].inputs["nodeConfig"]
+    assert node["guestAccelerators"][0]["type"] == "nvidia-l4"
+    assert node["spot"] is True
+    assert names["gpu-pool"].inputs["autoscaling"]["totalMinNodeCount"] == 0.0
+    assert "networkConfig" not in names["gpu-pool"].inputs or not names["gpu-pool"].inputs[
+        "networkConfig"
+    ].get("additionalNodeNetworkConfigs")
+    assert not [r for r in dev.run.records if r.type.startswith("kubernetes:networking.gke.io")]
+    assert "gpu-net" not in names
+    assert "interfacesAnnotation" not in dev.run.exports
+
+
+def test_every_kubernetes_resource_uses_the_cluster_provider(stack: str) -> None:
+    from tests.conftest import committed
+
+    result = committed(stack)
+    provider = by_name(result)["gke-k8s"]
+    kube = [r for r in result.run.records if r.type.startswith("kubernetes:")]
+    assert all(r.provider == provider.urn for r in kube)
+    assert provider.inputs["kubeconfig"] == "[secret]"
+
+
+def test_cluster_outputs(b200: Result) -> None:
+    exports = b200.run.exports
+    assert exports["clusterName"].value == "nemo-rl-b200"
+    assert exports["clusterLocation"].value == "us-central1"
+    assert exports["kubeconfig"].secret is True
+    assert exports["kubeconfig"].shown == "[secret]"
+    assert exports["gpuNodePool"].value == "gpu-b200"
+    assert exports["getCredentialsCommand"].value.startswith(
+        "gcloud container clusters get-credentials nemo-rl-b200 --location us-central1"
+    )
+    annotation = exports["interfacesAnnotation"].value
+    assert '"network":"rdma-7"' in annotation
+    assert '"network":"gvnic-1"' in annotation
+
+
+def test_lustre_port_agreement_in_production(b200: Result) -> None:
+    # Recommended default: instance without GKE support (port 988), legacy flag off, nodes at
+    # 1.33.2-gke.4655000+ (the stack's 1.35 minimum covers it).
+    addons = by_name(b200)["gke-cluster"].inputs["addonsConfig"]
+    assert addons["lustreCsiDriverConfig"] == {"enabled": True, "enableLegacyLustrePort": False}
+
+
+def test_production_cluster_is_protected_dev_is_not(b200: Result, dev: Result) -> None:
+    assert by_name(b200)["gke-cluster"].protect is True
+    assert by_name(b200)["gke-cluster"].inputs["deletionProtection"] is True
+    assert by_name(dev)["gke-cluster"].inputs["deletionProtection"] is False
+
+
+def test_summary_counts_gpus_and_nics(b200: Result, dev: Result) -> None:
+    assert b200.summary.total_gpus == 16
+    assert b200.summary.rdma_nics_per_gpu_node == 8
+    assert dev.summary.total_gpus == 2  # autoscaling max 2 x 1 L4
+    assert dev.summary.rdma_nics_per_gpu_node == 0

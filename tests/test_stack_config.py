@@ -290,6 +290,67 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "nemo-rl-gke:ray.operator",
         "'helm' or 'gke-addon'",
     ),
+    (
+        "compact-with-reservation",
+        {"gpu": gpu(placement="compact")},
+        "nemo-rl-gke:gpu.placement",
+        "not used with a reservation",
+    ),
+    (
+        "compact-flex-on-l4",
+        {
+            "gpu": {
+                "type": "l4",
+                "capacity": "flex-start",
+                "autoscaling": {"min": 0, "max": 1},
+                "placement": "compact",
+            }
+        },
+        "nemo-rl-gke:gpu.placement",
+        "only offered for A4 and A3 Ultra",
+    ),
+    (
+        "version-too-old-for-a4",
+        {"cluster": {"minVersion": "1.31"}},
+        "nemo-rl-gke:cluster.minVersion",
+        "minimum for a4-highgpu-8g GPUs",
+    ),
+    (
+        "version-too-old-for-lustre-988",
+        {"cluster": {"minVersion": "1.33.1"}, "lustre": {"enabled": True}},
+        "nemo-rl-gke:cluster.minVersion",
+        "1.33.2-gke.4655000, the minimum for Lustre on port 988",
+    ),
+    (
+        "version-malformed",
+        {"cluster": {"minVersion": "latest"}},
+        "nemo-rl-gke:cluster.minVersion",
+        "should match pattern",
+    ),
+    (
+        "window-too-short",
+        {"cluster": {"maintenance": {"windowEnd": "2026-01-03T06:00:00Z"}}},
+        "nemo-rl-gke:cluster.maintenance.windowEnd",
+        "at least 4 hours",
+    ),
+    (
+        "window-not-a-time",
+        {"cluster": {"maintenance": {"windowStart": "saturday"}}},
+        "nemo-rl-gke:cluster.maintenance.windowStart",
+        "not an RFC 3339 time",
+    ),
+    (
+        "system-pool-order",
+        {"cluster": {"systemPool": {"min": 4, "max": 2}}},
+        "nemo-rl-gke:cluster.systemPool.min",
+        "larger than max",
+    ),
+    (
+        "exclusion-scope",
+        {"cluster": {"maintenance": {"exclusionScope": "NEVER"}}},
+        "nemo-rl-gke:cluster.maintenance.exclusionScope",
+        "NO_MINOR_OR_NODE_UPGRADES",
+    ),
 ]
 
 
@@ -346,3 +407,25 @@ def test_secrets_are_not_part_of_the_model() -> None:
     vals["nemo-rl-gke:hfToken"] = "hf_not_a_real_token"
     cfg = load_stack_config(vals, "b200")
     assert "hf_not_a_real_token" not in cfg.model_dump_json()
+
+
+def test_lustre_gke_support_allows_older_nodes_and_sets_the_legacy_port() -> None:
+    cfg = load_stack_config(
+        values(lustre={"enabled": True, "gkeSupport": True}, cluster={"minVersion": "1.33.1"}),
+        "b200",
+    )
+    assert cfg.legacy_lustre_port is True
+    recommended = load_stack_config(values(lustre={"enabled": True}), "b200")
+    assert recommended.legacy_lustre_port is False
+    assert (
+        load_stack_config(values(lustre={"gkeSupport": True}), "b200").legacy_lustre_port is False
+    )
+
+
+def test_flex_start_needs_its_minimum_version() -> None:
+    flex = gpu(
+        capacity="flex-start", reservation=None, nodes=None, autoscaling={"min": 0, "max": 2}
+    )
+    err = error_for(values(gpu=flex, cluster={"minVersion": "1.32.2-gke.1475000"}))
+    assert "minimum for flex-start" in str(err)
+    assert load_stack_config(values(gpu=flex), "b200").gpu.capacity == "flex-start"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -85,33 +86,41 @@ def test_every_stack_sets_location_and_disables_default_kubernetes(stack: str) -
 
 def test_pulumi_yaml_documents_every_key() -> None:
     """Every model field appears in Pulumi.yaml: typed schema or the template's description."""
-    from stack_config.models import (
-        SECRET_KEYS,
-        GpuConfig,
-        LustreConfig,
-        NetworkConfig,
-        RayConfig,
-        StackConfig,
-    )
+    from stack_config.models import SECRET_KEYS, StackConfig
 
     project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
     template = project["template"]["config"]
     assert project["runtime"]["options"]["toolchain"] == "uv"
+    for key in SECRET_KEYS:
+        assert project["config"][key]["secret"] is True
     for name, field in StackConfig.model_fields.items():
         key = field.alias or name
         full = key if ":" in key else f"nemo-rl-gke:{key}"
         assert full in template, f"{full} undocumented"
-    for key in SECRET_KEYS:
-        assert project["config"][key]["secret"] is True
-    for section, model in (
-        ("gpu", GpuConfig),
-        ("network", NetworkConfig),
-        ("lustre", LustreConfig),
-        ("ray", RayConfig),
-    ):
-        text = template[f"nemo-rl-gke:{section}"]["description"]
-        for name, field in model.model_fields.items():
-            assert (field.alias or name) in text, (
-                f"{section}.{field.alias} missing from Pulumi.yaml"
-            )
-            assert field.description, f"{section}.{name} needs a description"
+        model = _nested_model(field)
+        if model is None:
+            continue
+        text = template[full]["description"]
+        for path, alias, sub_field in _fields(model):
+            assert alias in text, f"{key}.{path} missing from Pulumi.yaml"
+            assert sub_field.description, f"{key}.{path} needs a description"
+
+
+def _nested_model(field: Any) -> Any:
+    from pydantic import BaseModel
+
+    for candidate in (field.annotation, *getattr(field.annotation, "__args__", ())):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def _fields(model: Any, prefix: str = "") -> list[tuple[str, str, Any]]:
+    found = []
+    for name, field in model.model_fields.items():
+        alias = field.alias or name
+        found.append((prefix + alias, alias, field))
+        inner = _nested_model(field)
+        if inner is not None:
+            found += _fields(inner, f"{prefix}{alias}.")
+    return found

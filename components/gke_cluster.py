@@ -1,0 +1,260 @@
+"""GKE Standard cluster for GPU training: private nodes, multi-networking, Workload Identity."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_gcp as gcp
+
+from planning.kube import exec_kubeconfig, get_credentials_command
+
+NODE_SA_ROLES = (
+    # The predefined least-privilege role GKE documents for node service accounts (logging,
+    # monitoring, metadata); it replaces the Compute Engine default account's Editor role.
+    "roles/container.defaultNodeServiceAccount",
+    # Pull images from the project's Artifact Registry (nvcr.io and public AR need nothing).
+    "roles/artifactregistry.reader",
+)
+CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuthorizedCidr:
+    """One control-plane authorized network."""
+
+    name: str
+    cidr: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaintenancePlan:
+    """Recurring window plus an optional exclusion until end of support."""
+
+    window_start: str
+    window_end: str
+    recurrence: str
+    exclusion_scope: str | None
+    """None: no exclusion. Otherwise NO_UPGRADES | NO_MINOR_UPGRADES | NO_MINOR_OR_NODE_UPGRADES."""
+    exclusion_start: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class GkeClusterArgs:
+    """Inputs of the cluster. Mirrors Cluster Toolkit's `modules/scheduler/gke-cluster`."""
+
+    project: str
+    region: str
+    name: str
+    node_service_account_id: str
+    network: pulumi.Input[str]
+    subnetwork: pulumi.Input[str]
+    pods_range_name: pulumi.Input[str]
+    services_range_name: pulumi.Input[str]
+    release_channel: str
+    min_version: str
+    authorized_networks: Sequence[AuthorizedCidr]
+    maintenance: MaintenancePlan
+    lustre_csi: bool
+    """Enable the Managed Lustre CSI driver add-on."""
+    legacy_lustre_port: bool
+    """LNet on 6988: required exactly when the Lustre instance has GKE support."""
+    gke_ray_addon: bool
+    """GKE's managed Ray operator instead of the KubeRay Helm release (never both)."""
+    protect: bool
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.legacy_lustre_port and not self.lustre_csi:
+            raise pulumi.InputPropertyError(
+                "legacy_lustre_port", "the legacy Lustre port needs the Lustre CSI driver"
+            )
+
+
+class GkeCluster(pulumi.ComponentResource):
+    """Regional GKE Standard cluster with a dedicated node service account.
+
+    Dataplane V2 and multi-networking carry the GPU nodes' extra NICs; nodes are private and
+    the control plane answers only the authorized networks; the default node pool is removed
+    so every pool is declared (and protected from drift) explicitly.
+    """
+
+    name: pulumi.Output[str]
+    """GKE cluster name."""
+    location: pulumi.Output[str]
+    """Control-plane location (the region)."""
+    cluster_id: pulumi.Output[str]
+    """`projects/<p>/locations/<region>/clusters/<name>`, for node pools."""
+    kubeconfig: pulumi.Output[str]
+    """Exec-plugin kubeconfig (secret): no credential inside, `gke-gcloud-auth-plugin` at use."""
+    node_service_account_email: pulumi.Output[str]
+    """Email of the least-privilege node service account every pool runs as."""
+    get_credentials_command: pulumi.Output[str]
+    """`gcloud container clusters get-credentials ...` for this cluster."""
+    workload_pool: pulumi.Output[str]
+    """Workload Identity pool `<project>.svc.id.goog`."""
+
+    def __init__(
+        self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("nemo:gke:Cluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+
+        account = gcp.serviceaccount.Account(
+            f"{name}-nodes",
+            account_id=args.node_service_account_id,
+            display_name=f"GKE nodes of {args.name} (least privilege)",
+            project=args.project,
+            opts=child,
+        )
+        for role in NODE_SA_ROLES:
+            gcp.projects.IAMMember(
+                f"{name}-nodes-{role.split('/')[1].replace('.', '-').lower()}",
+                project=args.project,
+                role=role,
+                member=account.member,
+                opts=child,
+            )
+
+        workload_pool = f"{args.project}.svc.id.goog"
+        m = args.maintenance
+        exclusions = (
+            [
+                gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
+                    exclusion_name="protect-training",
+                    start_time=m.exclusion_start,
+                    exclusion_options=gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
+                        scope=m.exclusion_scope, end_time_behavior="UNTIL_END_OF_SUPPORT"
+                    ),
+                )
+            ]
+            if m.exclusion_scope
+            else []
+        )
+        cluster = gcp.container.Cluster(
+            f"{name}-cluster",
+            name=args.name,
+            project=args.project,
+            location=args.region,
+            description="nemo-rl-gke: NeMo RL training platform",
+            network=args.network,
+            subnetwork=args.subnetwork,
+            networking_mode="VPC_NATIVE",
+            ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
+                cluster_secondary_range_name=args.pods_range_name,
+                services_secondary_range_name=args.services_range_name,
+            ),
+            # Multi-networking (the GPU nodes' gVNIC and RDMA NICs) requires Dataplane V2.
+            datapath_provider="ADVANCED_DATAPATH",
+            enable_multi_networking=True,
+            # Every pool is declared explicitly; the default pool would run as the Compute
+            # default service account and drift outside Pulumi.
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            node_config=gcp.container.ClusterNodeConfigArgs(
+                service_account=account.email,
+                oauth_scopes=[CLOUD_PLATFORM],
+                shielded_instance_config=gcp.container.ClusterNodeConfigShieldedInstanceConfigArgs(
+                    enable_secure_boot=True, enable_integrity_monitoring=True
+                ),
+                workload_metadata_config=gcp.container.ClusterNodeConfigWorkloadMetadataConfigArgs(
+                    mode="GKE_METADATA"
+                ),
+            ),
+            release_channel=gcp.container.ClusterReleaseChannelArgs(channel=args.release_channel),
+            min_master_version=args.min_version,
+            workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
+                workload_pool=workload_pool
+            ),
+            private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
+                enable_private_nodes=True,
+                # Public endpoint, but only for the authorized networks below, so `pulumi up`
+                # can reach the API server from CI or a workstation.
+                enable_private_endpoint=False,
+            ),
+            master_authorized_networks_config=gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
+                cidr_blocks=[
+                    gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
+                        display_name=n.name, cidr_block=n.cidr
+                    )
+                    for n in args.authorized_networks
+                ],
+                gcp_public_cidrs_access_enabled=False,
+            ),
+            enable_shielded_nodes=True,
+            enable_legacy_abac=False,
+            master_auth=gcp.container.ClusterMasterAuthArgs(
+                client_certificate_config=gcp.container.ClusterMasterAuthClientCertificateConfigArgs(
+                    issue_client_certificate=False
+                )
+            ),
+            addons_config=gcp.container.ClusterAddonsConfigArgs(
+                lustre_csi_driver_config=gcp.container.ClusterAddonsConfigLustreCsiDriverConfigArgs(
+                    enabled=args.lustre_csi,
+                    enable_legacy_lustre_port=args.legacy_lustre_port,
+                ),
+                gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
+                    enabled=True
+                ),
+                ray_operator_configs=[
+                    gcp.container.ClusterAddonsConfigRayOperatorConfigArgs(enabled=True)
+                ]
+                if args.gke_ray_addon
+                else None,
+            ),
+            # GPU observability: DCGM metrics through Google Cloud Managed Service for Prometheus.
+            monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
+                enable_components=["SYSTEM_COMPONENTS", "DCGM"],
+                managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(
+                    enabled=True
+                ),
+            ),
+            logging_config=gcp.container.ClusterLoggingConfigArgs(
+                enable_components=["SYSTEM_COMPONENTS", "WORKLOADS"]
+            ),
+            # Training survives maintenance: GKE maintains only inside the window, and the
+            # exclusion keeps minor and node upgrades (which recreate GPU nodes) away until
+            # the version's end of support.
+            maintenance_policy=gcp.container.ClusterMaintenancePolicyArgs(
+                recurring_window=gcp.container.ClusterMaintenancePolicyRecurringWindowArgs(
+                    start_time=m.window_start, end_time=m.window_end, recurrence=m.recurrence
+                ),
+                maintenance_exclusions=exclusions,
+            ),
+            cost_management_config=gcp.container.ClusterCostManagementConfigArgs(enabled=True),
+            deletion_protection=args.protect,
+            resource_labels=dict(args.labels),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                protect=args.protect,
+                # node_config only shapes the removed default pool; GKE reports it back
+                # differently, and a change would force a new cluster.
+                ignore_changes=["nodeConfig"],
+            ),
+        )
+
+        self.name = cluster.name
+        self.location = cluster.location
+        self.cluster_id = cluster.id
+        self.node_service_account_email = account.email
+        self.workload_pool = pulumi.Output.from_input(workload_pool)
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(
+                cluster.name, cluster.endpoint, cluster.master_auth.cluster_ca_certificate
+            ).apply(lambda v: exec_kubeconfig(v[0], v[1], v[2]))
+        )
+        self.get_credentials_command = pulumi.Output.all(cluster.name, cluster.location).apply(
+            lambda v: get_credentials_command(v[0], v[1], args.project)
+        )
+        self.register_outputs(
+            {
+                "name": self.name,
+                "location": self.location,
+                "cluster_id": self.cluster_id,
+                "kubeconfig": self.kubeconfig,
+                "node_service_account_email": self.node_service_account_email,
+                "get_credentials_command": self.get_credentials_command,
+                "workload_pool": self.workload_pool,
+            }
+        )

@@ -1,0 +1,266 @@
+"""GKE node pools: the CPU system pool and the GPU pool built from the GPU catalog."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.gke_cluster import CLOUD_PLATFORM
+from planning.catalog import Capacity, GpuProfile
+from planning.kube import ACCELERATOR_LABEL, GPU_TAINT_KEY
+
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+POOL_LABEL = "nemo-rl-gke/pool"
+
+
+def hardened_node_config(
+    service_account: pulumi.Input[str], labels: Mapping[str, str]
+) -> gcp.container.NodePoolNodeConfigArgsDict:
+    """Settings every pool shares: COS, shielded boot, GKE metadata server, scoped SA, gVNIC."""
+    return {
+        # COS is required for GPUDirect RDMA and the Lustre CSI driver.
+        "image_type": "COS_CONTAINERD",
+        "service_account": service_account,
+        "oauth_scopes": [CLOUD_PLATFORM],
+        "shielded_instance_config": {
+            "enable_secure_boot": True,
+            "enable_integrity_monitoring": True,
+        },
+        # Pods see only the GKE metadata server: Workload Identity, no node credentials.
+        "workload_metadata_config": {"mode": "GKE_METADATA"},
+        "gvnic": {"enabled": True},
+        "resource_labels": dict(labels),
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class SystemNodePoolArgs:
+    """Inputs of the CPU pool for the Ray head, KubeRay and add-ons."""
+
+    cluster_id: pulumi.Input[str]
+    region: str
+    zone: str
+    service_account: pulumi.Input[str]
+    machine_type: str
+    min_nodes: int
+    max_nodes: int
+    disk_gb: int
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+class SystemNodePool(pulumi.ComponentResource):
+    """Autoscaling CPU pool in the GPU zone (next to Lustre and the GPU nodes)."""
+
+    pool_name: pulumi.Output[str]
+    """GKE name of the pool."""
+    node_selector: pulumi.Output[dict[str, str]]
+    """Selector that lands a pod on this pool (for the Ray head and the operator)."""
+
+    def __init__(
+        self, name: str, args: SystemNodePoolArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("nemo:gke:SystemNodePool", name, None, opts)
+        pool = gcp.container.NodePool(
+            f"{name}-pool",
+            name="system",
+            cluster=args.cluster_id,
+            location=args.region,
+            node_locations=[args.zone],
+            initial_node_count=args.min_nodes,
+            autoscaling=gcp.container.NodePoolAutoscalingArgs(
+                total_min_node_count=args.min_nodes,
+                total_max_node_count=args.max_nodes,
+                location_policy="BALANCED",
+            ),
+            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
+                strategy="SURGE", max_surge=1, max_unavailable=0
+            ),
+            node_config={
+                **hardened_node_config(args.service_account, args.labels),
+                "machine_type": args.machine_type,
+                "disk_type": "pd-balanced",
+                "disk_size_gb": args.disk_gb,
+                "labels": {POOL_LABEL: "system"},
+            },
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.pool_name = pool.name
+        self.node_selector = pulumi.Output.from_input({POOL_LABEL: "system"})
+        self.register_outputs({"pool_name": self.pool_name, "node_selector": self.node_selector})
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuNodePoolArgs:
+    """Inputs of the GPU pool. Mirrors Cluster Toolkit's `modules/compute/gke-node-pool`."""
+
+    cluster_id: pulumi.Input[str]
+    project: str
+    region: str
+    zone: str
+    gpu: GpuProfile
+    service_account: pulumi.Input[str]
+    capacity: Capacity
+    nodes: int | None
+    """Fixed size (exclusive with autoscaling)."""
+    autoscaling: tuple[int, int] | None
+    """(min, max) nodes."""
+    reservation: str | None
+    reservation_project: str | None
+    placement: Literal["compact", "none"]
+    driver_version: Literal["DEFAULT", "LATEST"]
+    additional_networks: pulumi.Input[list[dict[str, str]]]
+    """`[{network, subnetwork}]` in NIC order, straight from the network components."""
+    disk_gb: int = 500
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if (self.nodes is None) == (self.autoscaling is None):
+            raise pulumi.InputPropertyError("nodes", "set exactly one of nodes or autoscaling")
+        if (self.capacity == "reservation") != (self.reservation is not None):
+            raise pulumi.InputPropertyError(
+                "reservation", "a reservation is used exactly when capacity is reservation"
+            )
+        if self.capacity == "flex-start" and (self.autoscaling is None or self.autoscaling[0]):
+            raise pulumi.InputPropertyError("autoscaling", "flex-start pools scale from 0")
+
+
+def reservation_value(name: str, owner_project: str | None) -> str:
+    """Value of the reservation-name affinity key: own, or a shared reservation's full path."""
+    if owner_project:
+        return f"projects/{owner_project}/reservations/{name}"
+    return name
+
+
+def reservation_affinity(
+    capacity: Capacity, reservation: str | None, owner_project: str | None
+) -> gcp.container.NodePoolNodeConfigReservationAffinityArgsDict:
+    """Specific reservation, or explicitly none: Spot and flex-start VMs cannot consume any."""
+    if capacity == "reservation" and reservation:
+        return {
+            "consume_reservation_type": "SPECIFIC_RESERVATION",
+            "key": RESERVATION_KEY,
+            "values": [reservation_value(reservation, owner_project)],
+        }
+    if capacity == "on-demand":
+        return {"consume_reservation_type": "ANY_RESERVATION"}
+    return {"consume_reservation_type": "NO_RESERVATION"}
+
+
+class GpuNodePool(pulumi.ComponentResource):
+    """The GPU node pool: catalog machine shape, capacity model and the extra NICs in order."""
+
+    pool_name: pulumi.Output[str]
+    """GKE name of the pool."""
+    node_selector: pulumi.Output[dict[str, str]]
+    """Selector on the accelerator label, for GPU workloads."""
+    tolerations: pulumi.Output[list[dict[str, str]]]
+    """Toleration for the pool's `nvidia.com/gpu` taint."""
+    gpus_per_node: pulumi.Output[int]
+    """GPUs on each node (the whole node is one Ray worker)."""
+
+    def __init__(
+        self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("nemo:gke:GpuNodePool", name, None, opts)
+        gpu = args.gpu
+        flex = args.capacity == "flex-start"
+        # A reservation has no spare VMs, so an upgrade must replace nodes in place rather
+        # than surge; other capacity can borrow one extra node.
+        in_place = args.capacity == "reservation"
+        upgrade = gcp.container.NodePoolUpgradeSettingsArgs(
+            strategy="SURGE", max_surge=0 if in_place else 1, max_unavailable=1 if in_place else 0
+        )
+        autoscaling = (
+            gcp.container.NodePoolAutoscalingArgs(
+                total_min_node_count=args.autoscaling[0],
+                total_max_node_count=args.autoscaling[1],
+                location_policy="ANY" if args.capacity in ("spot", "flex-start") else "BALANCED",
+            )
+            if args.autoscaling is not None
+            else None
+        )
+        pool = gcp.container.NodePool(
+            f"{name}-pool",
+            name=f"gpu-{gpu.key}",
+            cluster=args.cluster_id,
+            location=args.region,
+            node_locations=[args.zone],
+            # Fixed pools pin node_count; autoscaled pools start at their minimum and leave
+            # the count to the autoscaler.
+            node_count=args.nodes,
+            initial_node_count=args.autoscaling[0] if args.autoscaling is not None else None,
+            autoscaling=autoscaling,
+            # Flex-start nodes are reclaimed at the end of their run; repairing them would
+            # request new capacity behind the scheduler's back.
+            management=gcp.container.NodePoolManagementArgs(
+                auto_repair=not flex, auto_upgrade=True
+            ),
+            upgrade_settings=upgrade,
+            placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT")
+            if args.placement == "compact"
+            else None,
+            network_config=gcp.container.NodePoolNetworkConfigArgs(
+                additional_node_network_configs=pulumi.Output.from_input(
+                    args.additional_networks
+                ).apply(
+                    lambda nets: [
+                        gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(
+                            network=n["network"], subnetwork=n["subnetwork"]
+                        )
+                        for n in nets
+                    ]
+                )
+            ),
+            node_config=self._node_config(args),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.pool_name = pool.name
+        self.node_selector = pulumi.Output.from_input({ACCELERATOR_LABEL: gpu.accelerator_type})
+
+        self.tolerations = pulumi.Output.from_input(
+            [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]
+        )
+        self.gpus_per_node = pulumi.Output.from_input(gpu.gpus_per_node)
+        self.register_outputs(
+            {
+                "pool_name": self.pool_name,
+                "node_selector": self.node_selector,
+                "tolerations": self.tolerations,
+                "gpus_per_node": self.gpus_per_node,
+            }
+        )
+
+    @staticmethod
+    def _node_config(args: GpuNodePoolArgs) -> gcp.container.NodePoolNodeConfigArgsDict:
+        gpu = args.gpu
+        config: gcp.container.NodePoolNodeConfigArgsDict = {
+            **hardened_node_config(args.service_account, args.labels),
+            "machine_type": gpu.machine_type,
+            # A3 Ultra and A4 boot only from Hyperdisk (hyperdisk-balanced).
+            "disk_type": gpu.boot_disk_type,
+            "disk_size_gb": args.disk_gb,
+            "guest_accelerators": [
+                {
+                    "type": gpu.accelerator_type,
+                    "count": gpu.gpus_per_node,
+                    "gpu_driver_installation_config": {"gpu_driver_version": args.driver_version},
+                }
+            ],
+            "reservation_affinity": reservation_affinity(
+                args.capacity, args.reservation, args.reservation_project
+            ),
+            "taints": [{"key": GPU_TAINT_KEY, "value": "present", "effect": "NO_SCHEDULE"}],
+            "labels": {POOL_LABEL: "gpu"},
+        }
+        if gpu.local_ssds:
+            config["ephemeral_storage_local_ssd_config"] = {"local_ssd_count": gpu.local_ssds}
+        if args.capacity == "spot":
+            config["spot"] = True
+        if args.capacity == "flex-start":
+            config["flex_start"] = True
+        return config

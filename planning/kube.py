@@ -1,0 +1,73 @@
+"""Pure builders for Kubernetes-facing values: kubeconfig, multi-NIC annotation, gIB env."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+GKE_AUTH_PLUGIN = "gke-gcloud-auth-plugin"
+INTERFACES_ANNOTATION = "networking.gke.io/interfaces"
+DEFAULT_INTERFACE_ANNOTATION = "networking.gke.io/default-interface"
+POD_NETWORK = "default"
+"""Name of GKE's built-in pod network (eth0)."""
+GPU_TAINT_KEY = "nvidia.com/gpu"
+ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+
+
+def exec_kubeconfig(cluster: str, endpoint: str, ca_certificate: str) -> str:
+    """A kubeconfig that authenticates through `gke-gcloud-auth-plugin` at call time.
+
+    No token or client certificate is embedded, so the kubeconfig (and Pulumi state) holds
+    nothing that grants access by itself; whoever runs Pulumi needs their own gcloud login.
+    """
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": cluster,
+                "cluster": {
+                    "server": f"https://{endpoint}",
+                    "certificate-authority-data": ca_certificate,
+                },
+            }
+        ],
+        "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": cluster}}],
+        "current-context": cluster,
+        "users": [
+            {
+                "name": cluster,
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": GKE_AUTH_PLUGIN,
+                        "installHint": "Install gke-gcloud-auth-plugin:"
+                        " gcloud components install gke-gcloud-auth-plugin",
+                        "provideClusterInfo": True,
+                        "interactiveMode": "Never",
+                    }
+                },
+            }
+        ],
+    }
+    return json.dumps(config, indent=2)
+
+
+def interfaces_annotation(networks: Sequence[str]) -> str:
+    """`networking.gke.io/interfaces` value: eth0 on the pod network, then one per Network.
+
+    The order is the NIC order: eth1 = the gVNIC Network, eth2.. = rdma-0.. (tutorial §7).
+    """
+    entries = [{"interfaceName": "eth0", "network": POD_NETWORK}]
+    entries += [
+        {"interfaceName": f"eth{i + 1}", "network": name} for i, name in enumerate(networks)
+    ]
+    return json.dumps(entries, separators=(",", ":"))
+
+
+def get_credentials_command(cluster: str, location: str, project: str) -> str:
+    """The gcloud command that writes a kubeconfig entry for the cluster."""
+    return (
+        f"gcloud container clusters get-credentials {cluster} --location {location}"
+        f" --project {project}"
+    )

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pulumi
+import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components import (
     AuthorizedCidr,
+    BucketVolume,
+    BucketVolumeArgs,
     GkeCluster,
     GkeClusterArgs,
     GpuNetworking,
@@ -15,6 +18,10 @@ from components import (
     GpuNodePoolArgs,
     GvnicNetwork,
     GvnicNetworkArgs,
+    Lustre,
+    LustreArgs,
+    LustreVolume,
+    LustreVolumeArgs,
     MaintenancePlan,
     PrimaryNetwork,
     PrimaryNetworkArgs,
@@ -22,7 +29,12 @@ from components import (
     RdmaNetworkArgs,
     SystemNodePool,
     SystemNodePoolArgs,
+    TrainingBucket,
+    TrainingBucketArgs,
+    WorkloadIdentity,
+    WorkloadIdentityArgs,
 )
+from components.workload_identity import workload_principal
 from planning.catalog import extra_gvnic_networks
 from planning.naming import base_labels
 from planning.versions import VERSIONS
@@ -146,6 +158,54 @@ gpu_pool = GpuNodePool(
     ),
 )
 
+# --- storage (GCP side) ----------------------------------------------------------------
+# Lustre depends only on the VPC, never on the cluster or its pools: the slowest resource of
+# the stack is created in parallel with GKE.
+lustre = (
+    Lustre(
+        "lustre",
+        LustreArgs(
+            project=cfg.project,
+            zone=cfg.zone,
+            names=cfg.names,
+            network_id=primary.network_id,
+            capacity_gib=cfg.lustre.capacity_gib,
+            throughput=cfg.lustre.throughput,
+            filesystem=cfg.lustre.filesystem,
+            gke_support=cfg.lustre.gke_support,
+            psa_prefix_length=cfg.lustre.psa_prefix_length,
+            protect=cfg.protect,
+            labels=labels,
+        ),
+    )
+    if cfg.lustre.enabled
+    else None
+)
+project_number = gcp.organizations.get_project_output(project_id=cfg.project).number
+bucket = (
+    TrainingBucket(
+        "data",
+        TrainingBucketArgs(
+            project=cfg.project,
+            location=cfg.region,
+            name=cfg.bucket_name,
+            soft_delete_days=cfg.bucket.soft_delete_days,
+            protect=cfg.protect,
+            # The Ray pods' KSA, by its Workload Identity principal (no GSA, no key).
+            reader_writers=[
+                pulumi.Output.from_input(project_number).apply(
+                    lambda number: workload_principal(
+                        number, cfg.project, cfg.ray.namespace, cfg.ray.service_account
+                    )
+                )
+            ],
+            labels=labels,
+        ),
+    )
+    if cfg.bucket.enabled
+    else None
+)
+
 # --- Kubernetes ------------------------------------------------------------------------
 # The only Kubernetes provider: built from the cluster's outputs with an exec kubeconfig
 # (no token in state). Every stack disables the default provider, so a resource that forgets
@@ -177,6 +237,49 @@ gpu_networking = (
     else None
 )
 
+identity = WorkloadIdentity(
+    "workload",
+    WorkloadIdentityArgs(
+        project=cfg.project,
+        project_number=project_number,
+        namespace=cfg.ray.namespace,
+        service_account=cfg.ray.service_account,
+    ),
+    opts=k8s_opts,
+)
+lustre_volume = (
+    LustreVolume(
+        "lustre-volume",
+        LustreVolumeArgs(
+            pv_name=cfg.names.lustre_volume,
+            namespace=identity.namespace,
+            claim_name="lustre-data",
+            volume_handle=lustre.volume_handle,
+            ip=lustre.ip,
+            filesystem=lustre.filesystem,
+            capacity_gib=cfg.lustre.capacity_gib,
+            throughput=cfg.lustre.throughput,
+        ),
+        opts=k8s_opts,
+    )
+    if lustre is not None
+    else None
+)
+bucket_volume = (
+    BucketVolume(
+        "bucket-volume",
+        BucketVolumeArgs(
+            pv_name=cfg.names.bucket_volume,
+            namespace=identity.namespace,
+            claim_name="bucket-data",
+            bucket_name=bucket.bucket_name,
+        ),
+        opts=k8s_opts,
+    )
+    if bucket is not None
+    else None
+)
+
 # --- outputs ---------------------------------------------------------------------------
 pulumi.export("clusterName", cluster.name)
 pulumi.export("clusterLocation", cluster.location)
@@ -187,3 +290,10 @@ pulumi.export("gpuType", gpu.key)
 pulumi.export("additionalNodeNetworks", node_networks)
 if gpu_networking is not None:
     pulumi.export("interfacesAnnotation", gpu_networking.interfaces_annotation)
+pulumi.export("workloadNamespace", identity.namespace)
+if lustre is not None and lustre_volume is not None:
+    pulumi.export("lustreInstance", lustre.instance_id)
+    pulumi.export("lustreClaim", lustre_volume.claim_name)
+if bucket is not None and bucket_volume is not None:
+    pulumi.export("bucketUrl", bucket.url)
+    pulumi.export("bucketClaim", bucket_volume.claim_name)

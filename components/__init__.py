@@ -1,14 +1,19 @@
 """Pulumi components. Each takes a typed args object and reads no config."""
 
+from components.bucket import BucketVolume, BucketVolumeArgs, TrainingBucket, TrainingBucketArgs
 from components.gke_cluster import AuthorizedCidr, GkeCluster, GkeClusterArgs, MaintenancePlan
 from components.gpu_networking import GpuNetworking, GpuNetworkingArgs
 from components.gvnic_network import GvnicNetwork, GvnicNetworkArgs
+from components.lustre import Lustre, LustreArgs, LustreVolume, LustreVolumeArgs
 from components.node_pools import GpuNodePool, GpuNodePoolArgs, SystemNodePool, SystemNodePoolArgs
 from components.primary_network import PrimaryNetwork, PrimaryNetworkArgs
 from components.rdma_network import RdmaNetwork, RdmaNetworkArgs
+from components.workload_identity import WorkloadIdentity, WorkloadIdentityArgs
 
 __all__ = [
     "AuthorizedCidr",
+    "BucketVolume",
+    "BucketVolumeArgs",
     "GkeCluster",
     "GkeClusterArgs",
     "GpuNetworking",
@@ -17,6 +22,10 @@ __all__ = [
     "GpuNodePoolArgs",
     "GvnicNetwork",
     "GvnicNetworkArgs",
+    "Lustre",
+    "LustreArgs",
+    "LustreVolume",
+    "LustreVolumeArgs",
     "MaintenancePlan",
     "PrimaryNetwork",
     "PrimaryNetworkArgs",
@@ -24,4 +33,8 @@ __all__ = [
     "RdmaNetworkArgs",
     "SystemNodePool",
     "SystemNodePoolArgs",
+    "TrainingBucket",
+    "TrainingBucketArgs",
+    "WorkloadIdentity",
+    "WorkloadIdentityArgs",
 ]

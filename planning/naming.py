@@ -98,6 +98,31 @@ class Names:
         return self.base
 
     @property
+    def lustre_instance(self) -> str:
+        """Managed Lustre instance id."""
+        return f"{self.base}-lustre"
+
+    @property
+    def lustre_psa_range(self) -> str:
+        """Global address reserved for private services access (Lustre servers)."""
+        return f"{self.base}-psa"
+
+    @property
+    def lustre_firewall(self) -> str:
+        """Allow LNet from the Lustre servers' range."""
+        return f"{self.base}-lustre"
+
+    @property
+    def lustre_volume(self) -> str:
+        """Static PersistentVolume for the Lustre instance."""
+        return f"{self.base}-lustre"
+
+    @property
+    def bucket_volume(self) -> str:
+        """Static PersistentVolume for the GCS bucket."""
+        return f"{self.base}-bucket"
+
+    @property
     def node_service_account(self) -> str:
         """Account id of the least-privilege node service account."""
         return f"{self.base}-nodes"

@@ -59,13 +59,11 @@ class FakeCloud(pulumi.runtime.Mocks):
             return self._kubernetes(args.name, outputs), outputs
         return f"fake-id-{args.name}", outputs
 
-    def call(
-        self, args: pulumi.runtime.MockCallArgs
-    ) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[Any, Any]:  # type: ignore[override]
         """Answer the invokes the program makes."""
         if args.token == "gcp:organizations/getProject:getProject":  # noqa: S105 - a token name
             project = args.args.get("projectId") or self.project
-            return {"projectId": project, "number": FAKE_PROJECT_NUMBER, "name": project}, None
+            return {"projectId": project, "number": FAKE_PROJECT_NUMBER, "name": project}
         if args.token == "gcp:organizations/getClientConfig:getClientConfig":  # noqa: S105
             return {
                 "project": self.project,
@@ -73,8 +71,8 @@ class FakeCloud(pulumi.runtime.Mocks):
                 "zone": self.zone,
                 "accessToken": "fake-access-token",
                 "id": "fake",
-            }, None
-        return {}, None
+            }
+        return {}
 
     # --- per-type computed outputs ----------------------------------------------------
 

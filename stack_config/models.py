@@ -292,6 +292,13 @@ class LustreConfig(_Model):
         pattern=r"^[A-Za-z0-9]{1,8}$",
         description="Lustre file system name: 1-8 letters or digits.",
     )
+    psa_prefix_length: int = Field(
+        20,
+        ge=16,
+        le=24,
+        description="Prefix length of the private services access range Google allocates for"
+        " the Lustre servers (S5 uses /20).",
+    )
 
     @model_validator(mode="after")
     def _tier(self) -> Self:
@@ -399,13 +406,40 @@ class ClusterConfig(_Model):
     )
 
 
+class BucketConfig(_Model):
+    """GCS bucket mounted with GCS FUSE (dev storage; datasets and exports in production)."""
+
+    enabled: bool = Field(False, description="Create the bucket and its GCS FUSE PV/PVC.")
+    name: str | None = Field(
+        None,
+        pattern=r"^[a-z0-9][a-z0-9_-]{1,61}[a-z0-9]$",
+        description="Globally unique bucket name (default <project>-<name>-data).",
+    )
+    soft_delete_days: int = Field(
+        7,
+        ge=0,
+        le=90,
+        description="Soft-delete retention: deleted objects stay recoverable this long (0 = off).",
+    )
+
+
 class RayConfig(_Model):
-    """Ray platform: which KubeRay operator runs the RayCluster."""
+    """Ray platform: operator choice and the workload's identity."""
 
     operator: Literal["helm", "gke-addon"] = Field(
         "helm",
         description="helm: pinned KubeRay Helm release; gke-addon: GKE's managed Ray operator."
         " Never both.",
+    )
+    namespace: str = Field(
+        "nemo-rl",
+        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="Kubernetes namespace of the RayCluster, its volumes and secrets.",
+    )
+    service_account: str = Field(
+        "generic-ksa",
+        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="Kubernetes service account of the Ray pods (bound through Workload Identity).",
     )
 
 
@@ -435,6 +469,7 @@ class StackConfig(_Model):
     network: NetworkConfig = Field(default_factory=NetworkConfig, description="Address plan.")
     lustre: LustreConfig = Field(default_factory=LustreConfig, description="Managed Lustre.")
     cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="GKE cluster.")
+    bucket: BucketConfig = Field(default_factory=BucketConfig, description="GCS FUSE bucket.")
     ray: RayConfig = Field(default_factory=RayConfig, description="Ray platform.")
 
     @property
@@ -448,6 +483,11 @@ class StackConfig(_Model):
         if self.network.rdma_cidrs is not None:
             return list(self.network.rdma_cidrs)
         return consecutive_subnets(self.network.gvnic_cidr, self.gpu.profile.rdma_nics)
+
+    @property
+    def bucket_name(self) -> str:
+        """The bucket's name: configured, or `<project>-<name>-data`."""
+        return self.bucket.name or f"{self.project}-{self.name}-data"[:63].rstrip("-")
 
     @property
     def network_profile(self) -> str:

@@ -5,8 +5,12 @@ Proof limit: a mock run proves what the program registers and sends, not that GC
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from preflight.cli import Result
-from tests.harness import by_name, children
+from tests.harness import by_name, children, run_stack, variant
 
 NETWORK_TYPES = {
     "nemo:network:PrimaryNetwork",
@@ -177,3 +181,84 @@ def test_summary_counts_gpus_and_nics(b200: Result, dev: Result) -> None:
     assert b200.summary.rdma_nics_per_gpu_node == 8
     assert dev.summary.total_gpus == 2  # autoscaling max 2 x 1 L4
     assert dev.summary.rdma_nics_per_gpu_node == 0
+
+
+# --- storage -----------------------------------------------------------------------------
+
+
+def _ancestors(result: Result) -> dict[str, set[str]]:
+    """URN -> every URN it transitively depends on (a dependency on a component means all of
+    the component's descendants, as the engine waits for them)."""
+    records = {r.urn: r for r in result.run.records}
+    descendants: dict[str, set[str]] = {urn: set() for urn in records}
+    for r in result.run.records:
+        parent = r.parent
+        while parent in records:
+            descendants[parent].add(r.urn)
+            parent = records[parent].parent
+    direct = {
+        urn: {d for dep in r.dependencies if dep in records for d in {dep} | descendants[dep]}
+        for urn, r in records.items()
+    }
+    closure: dict[str, set[str]] = {}
+
+    def visit(urn: str) -> set[str]:
+        if urn not in closure:
+            closure[urn] = set()
+            for dep in direct[urn]:
+                closure[urn] |= {dep} | visit(dep)
+        return closure[urn]
+
+    for urn in records:
+        visit(urn)
+    return closure
+
+
+@pytest.mark.parametrize("stack_name", ["b200", "h200"])
+def test_lustre_builds_in_parallel_with_the_cluster(stack_name: str) -> None:
+    from tests.conftest import committed
+
+    result = committed(stack_name)
+    deps = _ancestors(result)
+    names = by_name(result)
+    lustre = names["lustre-instance"].urn
+    gke = {names[n].urn for n in ("gke-cluster", "gpu-pool", "system-pool")}
+    assert not deps[lustre] & gke, "Lustre must not wait for the cluster or its pools"
+    for urn in gke:
+        assert lustre not in deps[urn], "the cluster and pools must not wait for Lustre"
+    # ... while the PV does wait for both the instance and (through the provider) the cluster
+    assert lustre in deps[names["lustre-volume-pv"].urn]
+
+
+def test_dev_has_a_bucket_and_no_lustre(dev: Result) -> None:
+    names = by_name(dev)
+    assert not [r for r in dev.run.records if r.type == "gcp:lustre/instance:Instance"]
+    assert not [r for r in dev.run.records if "servicenetworking" in r.type]
+    assert names["data-bucket"].inputs["forceDestroy"] is True  # throwaway stack
+    assert names["bucket-volume-pvc"].inputs["metadata"]["namespace"] == "nemo-rl"
+    assert dev.run.exports["bucketClaim"].value == "bucket-data"
+    assert dev.summary.lustre == []
+
+
+def test_production_lustre_is_protected_and_summarized(b200: Result) -> None:
+    names = by_name(b200)
+    assert names["lustre-instance"].protect is True
+    assert b200.summary.lustre == [
+        {
+            "name": "nemo-rl-b200-lustre",
+            "capacityGib": 18000,
+            "throughputPerTib": 500,
+            "aggregateMBps": 8789,
+        }
+    ]
+    assert "data-bucket" not in names
+
+
+def test_gke_support_lustre_flips_port_cluster_flag_and_instance_together(tmp_path: Path) -> None:
+    lustre = {"enabled": True, "capacityGib": 18000, "throughput": 500, "gkeSupport": True}
+    result = run_stack("b200", tmp_path, variant("b200", {"nemo-rl-gke:lustre": lustre}))
+    names = by_name(result)
+    assert names["lustre-instance"].inputs["gkeSupportEnabled"] is True
+    assert names["lustre-lnet"].inputs["allows"] == [{"protocol": "tcp", "ports": ["6988"]}]
+    addons = names["gke-cluster"].inputs["addonsConfig"]
+    assert addons["lustreCsiDriverConfig"]["enableLegacyLustrePort"] is True

@@ -34,12 +34,15 @@ from components import (
     WorkloadIdentity,
     WorkloadIdentityArgs,
 )
+from components.kuberay import KubeRayOperator, KubeRayOperatorArgs
+from components.ray_workload import RayWorkload, RayWorkloadArgs, RdmaWiring
 from components.workload_identity import workload_principal
 from planning.catalog import extra_gvnic_networks
 from planning.naming import base_labels
+from planning.ray import grpo_entrypoint, submit_command, worker_size
 from planning.versions import VERSIONS
 from stack_config import load_stack_config
-from stack_config.pulumi_source import current_config_values
+from stack_config.pulumi_source import current_config_values, secret_outputs
 
 # Validate everything before the first resource is registered: a bad stack fails here
 # with one message naming the key, and nothing is half-applied.
@@ -280,6 +283,61 @@ bucket_volume = (
     else None
 )
 
+# --- Ray platform and the NeMo RL workload -------------------------------------------------
+operator = (
+    KubeRayOperator(
+        "kuberay",
+        KubeRayOperatorArgs(
+            chart_version=VERSIONS.kuberay_chart.value,
+            repository=VERSIONS.kuberay_helm_repo.value,
+            kubectl_image=VERSIONS.kubectl_image.value,
+            node_selector=system_pool.node_selector,
+        ),
+        opts=k8s_opts,
+    )
+    if cfg.ray.operator == "helm"
+    else None  # GKE's Ray add-on (enabled on the cluster above) is the operator instead
+)
+data_claim = (
+    lustre_volume.claim_name if lustre_volume is not None else bucket_volume.claim_name  # type: ignore[union-attr]
+)
+run = cfg.grpo_run
+entrypoint = grpo_entrypoint(run)
+autoscaling = cfg.gpu.autoscaling
+ray = RayWorkload(
+    "ray",
+    RayWorkloadArgs(
+        namespace=identity.namespace,
+        service_account=identity.service_account,
+        cluster_name=cfg.ray.cluster_name,
+        image=VERSIONS.nemo_rl_image.value,
+        ray_version=VERSIONS.ray_version.value,
+        head_cpu=cfg.ray.head.cpu,
+        head_memory_gib=cfg.ray.head.memory_gib,
+        head_node_selector=system_pool.node_selector,
+        worker=worker_size(gpu),
+        worker_node_selector=gpu_pool.node_selector,
+        worker_tolerations=gpu_pool.tolerations,
+        replicas=autoscaling.min if autoscaling else cfg.gpu.max_nodes,
+        min_replicas=autoscaling.min if autoscaling else cfg.gpu.max_nodes,
+        max_replicas=cfg.gpu.max_nodes,
+        data_claim=data_claim,
+        data_is_gcsfuse=lustre_volume is None,
+        rdma=RdmaWiring(
+            interfaces_annotation=gpu_networking.interfaces_annotation,
+            tuner_config=gpu.nccl_tuner_config or "",
+        )
+        if gpu_networking is not None
+        else None,
+        secrets=secret_outputs(),
+        job_entrypoint=entrypoint if cfg.ray.job.enabled else None,
+        job_name=cfg.ray.job.name,
+        operator=[operator] if operator is not None else [],
+        labels={"stack": pulumi.get_stack()},
+    ),
+    opts=k8s_opts,
+)
+
 # --- outputs ---------------------------------------------------------------------------
 pulumi.export("clusterName", cluster.name)
 pulumi.export("clusterLocation", cluster.location)
@@ -291,6 +349,9 @@ pulumi.export("additionalNodeNetworks", node_networks)
 if gpu_networking is not None:
     pulumi.export("interfacesAnnotation", gpu_networking.interfaces_annotation)
 pulumi.export("workloadNamespace", identity.namespace)
+pulumi.export("rayHeadService", ray.head_service)
+pulumi.export("rayDashboardCommand", ray.port_forward_command)
+pulumi.export("grpoSubmitCommand", submit_command(entrypoint))
 if lustre is not None and lustre_volume is not None:
     pulumi.export("lustreInstance", lustre.instance_id)
     pulumi.export("lustreClaim", lustre_volume.claim_name)

@@ -44,6 +44,10 @@ class GpuProfile:
     """Bundled local SSDs, used as the node's ephemeral storage (emptyDir, image layers)."""
     vcpus: int
     memory_gb: int
+    grpo_config: str
+    """Default NeMo RL GRPO config for this shape (path inside the image)."""
+    grpo_model: str
+    """Default model: one that trains comfortably on this shape."""
     source: str
 
 
@@ -71,6 +75,8 @@ GPU_CATALOG: Final[dict[GpuType, GpuProfile]] = {
         local_ssds=32,
         vcpus=224,
         memory_gb=3968,
+        grpo_config="examples/configs/grpo_math_8B.yaml",
+        grpo_model="meta-llama/Llama-3.1-8B-Instruct",
         source=f"{_AI_HYPERCOMPUTER}; {_MACHINES} (A4); {_QUOTA}",
     ),
     # A3 Ultra: 8x H200 141 GB, 8 RoCE NICs; node pools must use hyperdisk-balanced.
@@ -90,6 +96,8 @@ GPU_CATALOG: Final[dict[GpuType, GpuProfile]] = {
         local_ssds=32,
         vcpus=224,
         memory_gb=2952,
+        grpo_config="examples/configs/grpo_math_8B.yaml",
+        grpo_model="meta-llama/Llama-3.1-8B-Instruct",
         source=f"{_AI_HYPERCOMPUTER}; {_MACHINES} (A3 Ultra); {_QUOTA}",
     ),
     # G2 with one L4 (24 GB) for development: no RDMA, no gIB, sold every way.
@@ -109,6 +117,9 @@ GPU_CATALOG: Final[dict[GpuType, GpuProfile]] = {
         local_ssds=0,
         vcpus=16,
         memory_gb=64,
+        # NeMo RL v0.7.0's smoke recipe: Qwen3-0.6B on GSM8K, fits one 24 GB L4.
+        grpo_config="examples/configs/grpo_smoke.yaml",
+        grpo_model="Qwen/Qwen3-0.6B",
         source=f"{_MACHINES} (G2: g2-standard-16 = 1 L4, 16 vCPU, 64 GB); {_QUOTA}",
     ),
 }

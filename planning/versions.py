@@ -37,6 +37,8 @@ class VersionTable:
     gpu_driver_version: Pin
     # --- In-cluster software ---
     kuberay_chart: Pin
+    kuberay_helm_repo: Pin
+    kubectl_image: Pin
     gib_installer_image: Pin
     pause_image: Pin
     nemo_rl_image: Pin
@@ -86,6 +88,15 @@ VERSIONS: Final = VersionTable(
         "1.7.0",
         "ray-project/kuberay tag v1.7.0, helm-chart/kuberay-operator/Chart.yaml; CRDs in"
         " ../shared/schemas/kuberay-1.7.0",
+    ),
+    kuberay_helm_repo=Pin(
+        "https://ray-project.github.io/kuberay-helm/",
+        "ray-project/kuberay:helm-chart/kuberay-operator/README.md@v1.7.0 (helm repo add kuberay)",
+    ),
+    kubectl_image=Pin(
+        "registry.k8s.io/kubectl:v1.34.3",
+        "Kubernetes' official kubectl image (v1.28+ on registry.k8s.io); within kubectl's +-1"
+        " minor skew of the 1.35 control plane; used only to server-side apply KubeRay's CRDs",
     ),
     gib_installer_image=Pin(
         "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1",

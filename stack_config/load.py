@@ -18,6 +18,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from planning.naming import PROJECT, default_base_name
+from planning.ray import model_is_gated
 from stack_config.errors import ConfigProblem, InvalidStackConfig
 from stack_config.models import SECRET_KEYS, StackConfig
 
@@ -37,9 +38,34 @@ def load_stack_config(values: Mapping[str, Any], stack: str) -> StackConfig:
         raw[name] = _decode(name, value)
     raw.setdefault("name", default_base_name(stack))
     try:
-        return StackConfig.model_validate(raw)
+        cfg = StackConfig.model_validate(raw)
     except ValidationError as err:
         raise _invalid(err, stack) from None
+    _check_secrets(cfg, secret_keys_present(values), stack)
+    return cfg
+
+
+def _check_secrets(cfg: StackConfig, present: Mapping[str, bool], stack: str) -> None:
+    """A feature that needs a token says so before anything is created."""
+    job = cfg.ray.job
+    if not job.enabled:
+        return
+    run = cfg.grpo_run
+    if model_is_gated(run.model) and not present["hfToken"]:
+        raise InvalidStackConfig(
+            f"{PROJECT}:hfToken",
+            f"required because ray.job.enabled is true and {run.model} is a gated Hugging Face"
+            " model",
+            f"accept the model's licence, then pulumi config set --secret {PROJECT}:hfToken"
+            f" hf_... -s {stack} (or choose an open model in ray.job.model)",
+        )
+    if job.wandb and not present["wandbApiKey"]:
+        raise InvalidStackConfig(
+            f"{PROJECT}:wandbApiKey",
+            "required because ray.job.wandb is true",
+            f"pulumi config set --secret {PROJECT}:wandbApiKey KEY -s {stack}"
+            " (or set ray.job.wandb to false)",
+        )
 
 
 def secret_keys_present(values: Mapping[str, Any]) -> dict[str, bool]:

@@ -34,6 +34,7 @@ from planning.naming import (
     LABEL_VALUE_PATTERN,
     Names,
 )
+from planning.ray import IMAGE_CUDA, GrpoRun, image_tag
 from planning.versions import VERSIONS, gke_at_least
 from stack_config.errors import ConfigProblem
 
@@ -423,8 +424,54 @@ class BucketConfig(_Model):
     )
 
 
+class HeadConfig(_Model):
+    """Ray head pod (on the system pool)."""
+
+    cpu: int = Field(12, ge=1, le=400, description="vCPUs (requests = limits).")
+    memory_gib: int = Field(96, ge=4, le=4000, description="Memory in GiB (requests = limits).")
+
+
+class JobConfig(_Model):
+    """The NeMo RL GRPO RayJob on GSM8K. Off unless asked: `pulumi up` never starts training
+    by itself."""
+
+    enabled: bool = Field(False, description="Create the RayJob (starts a training run).")
+    name: str = Field(
+        "grpo-gsm8k",
+        pattern=r"^[a-z]([-a-z0-9]{0,45}[a-z0-9])?$",
+        description="RayJob name (DNS-1035, at most 47 characters).",
+    )
+    config: str | None = Field(
+        None,
+        pattern=r"^examples/configs/[A-Za-z0-9_./-]+\.yaml$",
+        description="NeMo RL config inside the image (default from the GPU catalog).",
+    )
+    model: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$",
+        description="Hugging Face model id (default from the GPU catalog).",
+    )
+    steps: int = Field(10, ge=1, le=1_000_000, description="grpo.max_num_steps.")
+    nodes: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_NODES_PER_POOL_ZONE,
+        description="cluster.num_nodes (default: GPU nodes).",
+    )
+    gpus_per_node: int | None = Field(
+        None, ge=1, le=8, description="cluster.gpus_per_node (default: the node's GPUs)."
+    )
+    checkpoint_dir: str = Field(
+        "/data/nemo-rl/checkpoints/grpo-gsm8k",
+        pattern=r"^/data/[A-Za-z0-9_./-]+$",
+        description="Checkpoints on the shared volume mounted at /data.",
+    )
+    wandb: bool = Field(False, description="Log to Weights & Biases (needs wandbApiKey).")
+    wandb_project: str = Field("nemo-rl-gke", description="W&B project when wandb is on.")
+
+
 class RayConfig(_Model):
-    """Ray platform: operator choice and the workload's identity."""
+    """Ray platform: operator choice, the workload's identity, the RayCluster and the job."""
 
     operator: Literal["helm", "gke-addon"] = Field(
         "helm",
@@ -441,6 +488,13 @@ class RayConfig(_Model):
         pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
         description="Kubernetes service account of the Ray pods (bound through Workload Identity).",
     )
+    cluster_name: str = Field(
+        "nemo-rl",
+        pattern=r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$",
+        description="RayCluster name; its head service is <clusterName>-head-svc.",
+    )
+    head: HeadConfig = Field(default_factory=HeadConfig, description="Ray head pod size.")
+    job: JobConfig = Field(default_factory=JobConfig, description="GRPO RayJob.")
 
 
 class StackConfig(_Model):
@@ -528,6 +582,7 @@ class StackConfig(_Model):
                 f" {zone_region}",
             )
         yield from self._version_problems()
+        yield from self._ray_problems()
         nics = self.gpu.profile.rdma_nics
         configured = self.network.rdma_cidrs
         if configured is not None and len(configured) != nics:
@@ -576,6 +631,54 @@ class StackConfig(_Model):
                         f"{rdma[j]} overlaps network.rdmaCidrs[{i}] ({net})",
                         "give each RDMA NIC a separate subnet",
                     )
+
+    @property
+    def grpo_run(self) -> GrpoRun:
+        """The GRPO run the job (or the submit command) starts, defaults resolved."""
+        job, row = self.ray.job, self.gpu.profile
+        return GrpoRun(
+            image=VERSIONS.nemo_rl_image.value,
+            config=job.config or row.grpo_config,
+            model=job.model or row.grpo_model,
+            steps=job.steps,
+            nodes=job.nodes or max(1, self.gpu.max_nodes),
+            gpus_per_node=job.gpus_per_node or row.gpus_per_node,
+            checkpoint_dir=job.checkpoint_dir,
+            wandb=job.wandb,
+            wandb_project=job.wandb_project,
+            run_name=job.name,
+        )
+
+    def _ray_problems(self) -> Iterator[ConfigProblem]:
+        job, row = self.ray.job, self.gpu.profile
+        if not (self.lustre.enabled or self.bucket.enabled):
+            yield ConfigProblem(
+                ("lustre", "enabled"),
+                "the Ray pods mount shared storage at /data, and neither Lustre nor the bucket"
+                " is enabled",
+                "set lustre.enabled (production) or bucket.enabled (dev) to true",
+            )
+        if job.nodes is not None and job.nodes > self.gpu.max_nodes:
+            yield ConfigProblem(
+                ("ray", "job", "nodes"),
+                f"the job wants {job.nodes} nodes but the GPU pool has at most"
+                f" {self.gpu.max_nodes}",
+                "lower ray.job.nodes or raise gpu.nodes / gpu.autoscaling.max",
+            )
+        if job.gpus_per_node is not None and job.gpus_per_node > row.gpus_per_node:
+            yield ConfigProblem(
+                ("ray", "job", "gpusPerNode"),
+                f"{row.machine_type} has {row.gpus_per_node} GPUs, not {job.gpus_per_node}",
+                f"set ray.job.gpusPerNode to at most {row.gpus_per_node}",
+            )
+        cuda = IMAGE_CUDA.get(image_tag(VERSIONS.nemo_rl_image.value))
+        if cuda is not None and cuda[0] >= 13 and self.gpu.driver_version != "LATEST":
+            yield ConfigProblem(
+                ("gpu", "driverVersion"),
+                f"the NeMo RL image runs CUDA {cuda[0]}.{cuda[1]}, which needs an R580-class"
+                " driver; GKE's DEFAULT driver may be older",
+                "set gpu.driverVersion to LATEST",
+            )
 
     def required_gke_minimums(self) -> dict[str, str]:
         """Every GKE minimum this stack depends on, keyed by the reason."""

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pulumi
 from pulumi.runtime import config as runtime_config
+
+from planning.naming import PROJECT
+from stack_config.models import SECRET_KEYS
 
 
 def current_config_values() -> dict[str, Any]:
@@ -18,3 +22,14 @@ def current_config_values() -> dict[str, Any]:
     values: dict[str, Any] = dict(runtime_config.get_config_env())
     values.update(runtime_config.CONFIG.get())
     return values
+
+
+def secret_outputs() -> dict[str, pulumi.Output[str]]:
+    """The optional secrets this stack sets, each as a secret Output (never a plain str)."""
+    config = pulumi.Config(PROJECT)
+    found: dict[str, pulumi.Output[str]] = {}
+    for key in SECRET_KEYS:
+        value = config.get_secret(key)
+        if value is not None:
+            found[key] = value
+    return found

@@ -5,7 +5,9 @@ Proof limit: a mock run proves what the program registers and sends, not that GC
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -262,3 +264,194 @@ def test_gke_support_lustre_flips_port_cluster_flag_and_instance_together(tmp_pa
     assert names["lustre-lnet"].inputs["allows"] == [{"protocol": "tcp", "ports": ["6988"]}]
     addons = names["gke-cluster"].inputs["addonsConfig"]
     assert addons["lustreCsiDriverConfig"]["enableLegacyLustrePort"] is True
+
+
+# --- Ray platform --------------------------------------------------------------------------
+
+
+def _raycluster(result: Result) -> dict[str, Any]:
+    spec: dict[str, Any] = by_name(result)["ray-cluster"].inputs["spec"]
+    return spec
+
+
+def _worker(result: Result) -> dict[str, Any]:
+    group: dict[str, Any] = _raycluster(result)["workerGroupSpecs"][0]
+    return group
+
+
+def _env(container: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+
+@pytest.mark.parametrize(
+    ("stack_name", "tuner", "accel"),
+    [
+        ("b200", "tuner_config_a4.txtpb", "nvidia-b200"),
+        ("h200", "tuner_config_a3u.txtpb", "nvidia-h200-141gb"),
+    ],
+)
+def test_rdma_workers_are_wired_per_gpu(stack_name: str, tuner: str, accel: str) -> None:
+    from tests.conftest import committed
+
+    result = committed(stack_name)
+    worker = _worker(result)
+    template = worker["template"]
+    annotations = template["metadata"]["annotations"]
+    # the annotation is the GpuNetworking output, not retyped
+    assert (
+        annotations["networking.gke.io/interfaces"]
+        == result.run.exports["interfacesAnnotation"].value
+    )
+    assert annotations["networking.gke.io/default-interface"] == "eth0"
+    spec = template["spec"]
+    assert spec["nodeSelector"] == {"cloud.google.com/gke-accelerator": accel}
+    assert spec["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    (container,) = spec["containers"]
+    env = _env(container)
+    assert env["NCCL_TUNER_CONFIG_PATH"] == f"/usr/local/gib/configs/{tuner}"
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    assert container["resources"]["requests"] == container["resources"]["limits"]
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    assert volumes["nvidia"]["hostPath"]["path"] == "/home/kubernetes/bin/nvidia"
+    assert volumes["gib"]["hostPath"]["path"] == "/home/kubernetes/bin/gib"
+    assert volumes["dshm"]["emptyDir"]["medium"] == "Memory"
+    assert volumes["data"]["persistentVolumeClaim"]["claimName"] == "lustre-data"
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    assert {"/usr/local/nvidia", "/usr/local/gib", "/dev/shm", "/data"} <= mounts
+    assert env["HF_HOME"].startswith("/data/")
+    assert (worker["replicas"], worker["minReplicas"], worker["maxReplicas"]) == (2.0, 2.0, 2.0)
+    assert _raycluster(result)["enableInTreeAutoscaling"] is False
+
+
+def test_dev_workers_have_no_rdma_and_mount_the_bucket(dev: Result) -> None:
+    worker = _worker(dev)
+    annotations = worker["template"]["metadata"]["annotations"]
+    assert "networking.gke.io/interfaces" not in annotations
+    assert annotations["gke-gcsfuse/volumes"] == "true"  # the GCS FUSE sidecar
+    (container,) = worker["template"]["spec"]["containers"]
+    assert not any(k.startswith("NCCL_") for k in _env(container))
+    volumes = {v["name"] for v in worker["template"]["spec"]["volumes"]}
+    assert "gib" not in volumes
+    assert "nvidia" not in volumes
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert (worker["minReplicas"], worker["maxReplicas"]) == (0.0, 2.0)  # the pool's bounds
+    assert _raycluster(dev)["enableInTreeAutoscaling"] is True
+
+
+def test_head_runs_on_the_system_pool_with_the_pinned_image(b200: Result) -> None:
+    from planning.versions import VERSIONS
+
+    spec = _raycluster(b200)
+    assert spec["rayVersion"] == VERSIONS.ray_version.value
+    head = spec["headGroupSpec"]["template"]["spec"]
+    assert head["nodeSelector"] == {"nemo-rl-gke/pool": "system"}
+    assert head["serviceAccountName"] == "generic-ksa"
+    (container,) = head["containers"]
+    assert container["image"] == VERSIONS.nemo_rl_image.value
+    assert container["resources"]["limits"] == {"cpu": "12", "memory": "96Gi"}  # S5's head
+    assert {"containerPort": 8265.0, "name": "dashboard"} in container["ports"]
+
+
+def test_kuberay_helm_release_and_crd_job(b200: Result) -> None:
+    from planning.versions import VERSIONS
+
+    names = by_name(b200)
+    release = names["kuberay-release"].inputs
+    assert release["chart"] == "kuberay-operator"
+    assert release["version"] == VERSIONS.kuberay_chart.value == "1.7.0"
+    assert release["repositoryOpts"] == {"repo": "https://ray-project.github.io/kuberay-helm/"}
+    assert release["skipCrds"] is True
+    assert release["values"]["nodeSelector"] == {"nemo-rl-gke/pool": "system"}
+    job = names["kuberay-crds"]
+    assert job.urn in names["kuberay-release"].dependencies  # CRDs first, then the chart
+    args = job.inputs["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[:3] == ["apply", "--server-side", "--force-conflicts"]
+    urls = [a for a in args if a.startswith("https://")]
+    assert urls
+    assert all("/kuberay/v1.7.0/" in u for u in urls)
+    assert job.inputs["metadata"]["name"] == "kuberay-crds-v1-7-0"
+    assert "rayOperatorConfigs" not in names["gke-cluster"].inputs["addonsConfig"]
+    # the RayCluster waits for the operator
+    assert names["kuberay-release"].urn in names["ray-cluster"].dependencies
+
+
+def test_gke_ray_addon_replaces_the_helm_release(tmp_path: Path) -> None:
+    result = run_stack(
+        "dev", tmp_path, variant("dev", {"nemo-rl-gke:ray": {"operator": "gke-addon"}})
+    )
+    names = by_name(result)
+    assert not [r for r in result.run.records if r.type == "kubernetes:helm.sh/v3:Release"]
+    assert names["gke-cluster"].inputs["addonsConfig"]["rayOperatorConfigs"] == [{"enabled": True}]
+    assert "ray-cluster" in names
+
+
+def test_no_rayjob_unless_enabled(stack: str) -> None:
+    from tests.conftest import committed
+
+    result = committed(stack)
+    assert not [r for r in result.run.records if r.type.endswith(":RayJob")]
+    assert "grpoSubmitCommand" in result.run.exports
+
+
+def test_enabled_job_runs_grpo_against_the_cluster(tmp_path: Path) -> None:
+    result = run_stack(
+        "dev", tmp_path, variant("dev", {"nemo-rl-gke:ray": {"job": {"enabled": True, "steps": 3}}})
+    )
+    job = by_name(result)["ray-job"]
+    spec = job.inputs["spec"]
+    assert spec["clusterSelector"] == {"ray.io/cluster": "nemo-rl"}
+    assert "examples/run_grpo.py --config examples/configs/grpo_smoke.yaml" in spec["entrypoint"]
+    assert "policy.model_name=Qwen/Qwen3-0.6B" in spec["entrypoint"]  # small model on dev
+    assert "grpo.max_num_steps=3" in spec["entrypoint"]
+    assert "cluster.gpus_per_node=1" in spec["entrypoint"]
+    assert by_name(result)["ray-cluster"].urn in job.dependencies
+
+
+def test_gated_model_job_without_token_fails_early(tmp_path: Path) -> None:
+    from stack_config import InvalidStackConfig
+
+    config = variant("b200", {"nemo-rl-gke:ray": {"job": {"enabled": True}}})
+    with pytest.raises(InvalidStackConfig, match=r"nemo-rl-gke:hfToken: required because") as info:
+        run_stack("b200", tmp_path, config)
+    assert "meta-llama/Llama-3.1-8B-Instruct is a gated" in str(info.value)
+    wandb = variant("dev", {"nemo-rl-gke:ray": {"job": {"enabled": True, "wandb": True}}})
+    with pytest.raises(InvalidStackConfig, match="nemo-rl-gke:wandbApiKey"):
+        run_stack("dev", tmp_path, wandb)
+
+
+def test_tokens_become_a_secret_and_never_appear_in_output(tmp_path: Path) -> None:
+    from preflight.stackfiles import SECRET_PLACEHOLDER
+
+    config = variant(
+        "b200",
+        {
+            "nemo-rl-gke:ray": {"job": {"enabled": True, "wandb": True}},
+            "nemo-rl-gke:hfToken": {"secure": "v1:a"},
+            "nemo-rl-gke:wandbApiKey": {"secure": "v1:b"},
+        },
+    )
+    result = run_stack("b200", tmp_path, config)
+    secret = by_name(result)["ray-tokens"]
+    assert secret.inputs["stringData"] == "[secret]"
+    raw = str(secret.raw_inputs)
+    assert SECRET_PLACEHOLDER in raw  # the value is there, wrapped as a secret ...
+    assert SECRET_PLACEHOLDER not in json.dumps(result.as_json())  # ... and never printed
+    worker_env = _env(_worker(result)["template"]["spec"]["containers"][0])
+    assert worker_env["HF_TOKEN"] == {
+        "secretKeyRef": {"name": "nemo-rl-tokens", "key": "HF_TOKEN", "optional": True}
+    }
+    assert "logger.wandb_enabled=true" in by_name(result)["ray-job"].inputs["spec"]["entrypoint"]
+
+
+def test_ray_outputs(b200: Result) -> None:
+    exports = b200.run.exports
+    assert exports["rayHeadService"].value == "nemo-rl-head-svc"
+    assert (
+        exports["rayDashboardCommand"].value
+        == "kubectl -n nemo-rl port-forward svc/nemo-rl-head-svc 8265:8265"
+    )
+    assert exports["grpoSubmitCommand"].value.startswith(
+        "ray job submit --address http://localhost:8265"
+    )

@@ -49,6 +49,7 @@ BASE: dict[str, Any] = {
     "gcp:region": "us-central1",
     "nemo-rl-gke:zone": "us-central1-b",
     "nemo-rl-gke:gpu": {"type": "b200", "nodes": 2, "capacity": "reservation", "reservation": "r1"},
+    "nemo-rl-gke:bucket": {"enabled": True},
 }
 
 

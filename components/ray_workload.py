@@ -1,0 +1,274 @@
+"""The NeMo RL workload: token Secret, RayCluster wired for RDMA and storage, GRPO RayJob.
+
+The RayCluster is emitted directly (not through Google's Helm chart, which drops pod
+annotations so its workers never get their RDMA NICs; tutorial-facts §11.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from planning.kube import DEFAULT_INTERFACE_ANNOTATION, INTERFACES_ANNOTATION
+from planning.ray import (
+    DATA_DIR,
+    GIB_DIR,
+    HF_HOME,
+    NVIDIA_DIR,
+    PodSize,
+    nccl_gib_env,
+    port_forward_command,
+)
+
+RAY_API = "ray.io/v1"
+TOKEN_SECRET = "nemo-rl-tokens"  # noqa: S105 - the Secret's name, not its content
+SECRET_ENV = {"hfToken": "HF_TOKEN", "wandbApiKey": "WANDB_API_KEY"}
+"""Stack secret -> environment variable (and Secret key) the NeMo RL scripts read."""
+GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RdmaWiring:
+    """What an RDMA worker needs on top of a plain GPU worker."""
+
+    interfaces_annotation: pulumi.Input[str]
+    """From the GpuNetworking component: eth0 + gvnic-1 + rdma-0..N."""
+    tuner_config: str
+    """NCCL tuner file for this GPU (`tuner_config_a4.txtpb` / `tuner_config_a3u.txtpb`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RayWorkloadArgs:
+    """Inputs of the RayCluster and its job."""
+
+    namespace: pulumi.Input[str]
+    service_account: pulumi.Input[str]
+    cluster_name: str
+    image: str
+    ray_version: str
+    head_cpu: int
+    head_memory_gib: int
+    head_node_selector: pulumi.Input[Mapping[str, str]]
+    worker: PodSize
+    worker_node_selector: pulumi.Input[Mapping[str, str]]
+    worker_tolerations: pulumi.Input[Sequence[Mapping[str, str]]]
+    replicas: int
+    min_replicas: int
+    max_replicas: int
+    data_claim: pulumi.Input[str]
+    """PVC mounted at /data (Lustre in production, the GCS FUSE bucket on dev)."""
+    data_is_gcsfuse: bool
+    """GCS FUSE volumes need the sidecar annotation on every pod that mounts them."""
+    rdma: RdmaWiring | None
+    secrets: Mapping[str, pulumi.Output[str]] = field(default_factory=dict)
+    """Stack secrets (keys of SECRET_ENV) as secret Outputs."""
+    job_entrypoint: str | None = None
+    """GRPO command; None: no RayJob (the default - `pulumi up` never starts training)."""
+    job_name: str = "grpo-gsm8k"
+    operator: Sequence[pulumi.Resource] = ()
+    """The KubeRay operator (its CRDs must exist before any Ray object); empty with the GKE
+    add-on, which installs them with the cluster."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+class RayWorkload(pulumi.ComponentResource):
+    """Token Secret, RayCluster (head on the system pool, one worker per GPU node), a PDB that
+    keeps voluntary evictions (node drains) away from a running cluster, and the RayJob."""
+
+    cluster_name: pulumi.Output[str]
+    """RayCluster name."""
+    head_service: pulumi.Output[str]
+    """Head service (`<cluster>-head-svc`): dashboard 8265, GCS 6379, client 10001."""
+    port_forward_command: pulumi.Output[str]
+    """`kubectl port-forward` to the Ray dashboard."""
+
+    def __init__(
+        self, name: str, args: RayWorkloadArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("nemo:apps:RayWorkload", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        labels = {"app.kubernetes.io/part-of": "nemo-rl-gke", **args.labels}
+
+        secret_keys = [SECRET_ENV[k] for k in sorted(args.secrets) if k in SECRET_ENV]
+        if args.secrets:
+            k8s.core.v1.Secret(
+                f"{name}-tokens",
+                metadata={"name": TOKEN_SECRET, "namespace": args.namespace, "labels": labels},
+                type="Opaque",
+                # Values are secret Outputs: Pulumi stores them encrypted and never prints them.
+                string_data={SECRET_ENV[k]: v for k, v in args.secrets.items() if k in SECRET_ENV},
+                opts=child,
+            )
+
+        spec = self._cluster_spec(args, secret_keys)
+        ray_cluster = k8s.apiextensions.CustomResource(
+            f"{name}-cluster",
+            api_version=RAY_API,
+            kind="RayCluster",
+            metadata={"name": args.cluster_name, "namespace": args.namespace, "labels": labels},
+            spec=spec,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.operator)),
+        )
+        # Drains (node upgrades, repairs, autoscaler scale-down) are voluntary evictions; with
+        # no disruption allowed they wait for the run instead of killing it.
+        k8s.policy.v1.PodDisruptionBudget(
+            f"{name}-pdb",
+            metadata={"name": f"{args.cluster_name}-no-disruption", "namespace": args.namespace},
+            spec={
+                "max_unavailable": 0,
+                "selector": {"match_labels": {"ray.io/cluster": args.cluster_name}},
+            },
+            opts=child,
+        )
+        if args.job_entrypoint is not None:
+            k8s.apiextensions.CustomResource(
+                f"{name}-job",
+                api_version=RAY_API,
+                kind="RayJob",
+                metadata={"name": args.job_name, "namespace": args.namespace, "labels": labels},
+                spec={
+                    "entrypoint": args.job_entrypoint,
+                    # Submitted over the dashboard's HTTP API: no extra submitter pod pulling
+                    # the 25 GB image onto the system pool.
+                    "submissionMode": "HTTPMode",
+                    "clusterSelector": {"ray.io/cluster": args.cluster_name},
+                },
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[ray_cluster]),
+            )
+
+        head_service = f"{args.cluster_name}-head-svc"
+        self.cluster_name = pulumi.Output.from_input(args.cluster_name)
+        self.head_service = ray_cluster.urn.apply(lambda _: head_service)
+        self.port_forward_command = pulumi.Output.from_input(args.namespace).apply(
+            lambda ns: port_forward_command(ns, head_service)
+        )
+        self.register_outputs(
+            {
+                "cluster_name": self.cluster_name,
+                "head_service": self.head_service,
+                "port_forward_command": self.port_forward_command,
+            }
+        )
+
+    @staticmethod
+    def _env(args: RayWorkloadArgs, secret_keys: Sequence[str]) -> list[dict[str, Any]]:
+        env: list[dict[str, Any]] = [{"name": "HF_HOME", "value": HF_HOME}]
+        env += [
+            {
+                "name": key,
+                # optional: the pod starts without the token; only gated models need it.
+                "valueFrom": {"secretKeyRef": {"name": TOKEN_SECRET, "key": key, "optional": True}},
+            }
+            for key in secret_keys
+        ]
+        return env
+
+    @classmethod
+    def _cluster_spec(cls, args: RayWorkloadArgs, secret_keys: Sequence[str]) -> dict[str, Any]:
+        env = cls._env(args, secret_keys)
+        pod_annotations: dict[str, Any] = (
+            {GCSFUSE_ANNOTATION: "true"} if args.data_is_gcsfuse else {}
+        )
+        data_volume = {"name": "data", "persistentVolumeClaim": {"claimName": args.data_claim}}
+        head_resources = {"cpu": str(args.head_cpu), "memory": f"{args.head_memory_gib}Gi"}
+        head = {
+            "serviceType": "ClusterIP",
+            # The dashboard listens inside the pod network; the head Service is ClusterIP.
+            "rayStartParams": {"dashboard-host": "0.0.0.0"},  # noqa: S104
+            "template": {
+                "metadata": {"annotations": dict(pod_annotations)},
+                "spec": {
+                    "serviceAccountName": args.service_account,
+                    "nodeSelector": args.head_node_selector,
+                    "containers": [
+                        {
+                            "name": "ray-head",
+                            "image": args.image,
+                            "ports": [
+                                {"containerPort": 6379, "name": "gcs-server"},
+                                {"containerPort": 8265, "name": "dashboard"},
+                                {"containerPort": 10001, "name": "client"},
+                            ],
+                            "env": env,
+                            "resources": {"requests": head_resources, "limits": head_resources},
+                            "volumeMounts": [
+                                {"name": "data", "mountPath": DATA_DIR},
+                                {"name": "ray-logs", "mountPath": "/tmp/ray"},
+                            ],
+                        }
+                    ],
+                    "volumes": [data_volume, {"name": "ray-logs", "emptyDir": {}}],
+                },
+            },
+        }
+
+        size = args.worker
+        worker_resources = {
+            "cpu": str(size.cpu),
+            "memory": f"{size.memory_gib}Gi",
+            "nvidia.com/gpu": str(size.gpus),
+        }
+        worker_env = list(env)
+        worker_annotations = dict(pod_annotations)
+        mounts: list[dict[str, Any]] = [
+            {"name": "data", "mountPath": DATA_DIR},
+            {"name": "dshm", "mountPath": "/dev/shm"},
+            {"name": "ray-logs", "mountPath": "/tmp/ray"},
+        ]
+        volumes: list[dict[str, Any]] = [
+            data_volume,
+            # NCCL and vLLM exchange tensors through /dev/shm; the default 64 MiB is far too small.
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{size.shm_gib}Gi"}},
+            {"name": "ray-logs", "emptyDir": {}},
+        ]
+        if args.rdma is not None:
+            worker_annotations[DEFAULT_INTERFACE_ANNOTATION] = "eth0"
+            worker_annotations[INTERFACES_ANNOTATION] = args.rdma.interfaces_annotation
+            worker_env += [{"name": k, "value": v} for k, v in nccl_gib_env(args.rdma.tuner_config)]
+            # Driver libraries and the gIB plugin the installer DaemonSet put on the host.
+            mounts += [
+                {"name": "nvidia", "mountPath": NVIDIA_DIR, "readOnly": True},
+                {"name": "gib", "mountPath": GIB_DIR, "readOnly": True},
+            ]
+            volumes += [
+                {"name": "nvidia", "hostPath": {"path": "/home/kubernetes/bin/nvidia"}},
+                {"name": "gib", "hostPath": {"path": "/home/kubernetes/bin/gib"}},
+            ]
+        else:
+            worker_env.append({"name": "LD_LIBRARY_PATH", "value": f"{NVIDIA_DIR}/lib64"})
+        worker = {
+            "groupName": "gpu-workers",
+            "replicas": args.replicas,
+            "minReplicas": args.min_replicas,
+            "maxReplicas": args.max_replicas,
+            "rayStartParams": {},
+            "template": {
+                "metadata": {"annotations": worker_annotations},
+                "spec": {
+                    "serviceAccountName": args.service_account,
+                    "nodeSelector": args.worker_node_selector,
+                    "tolerations": args.worker_tolerations,
+                    "containers": [
+                        {
+                            "name": "ray-worker",
+                            "image": args.image,
+                            "env": worker_env,
+                            "resources": {"requests": worker_resources, "limits": worker_resources},
+                            "volumeMounts": mounts,
+                        }
+                    ],
+                    "volumes": volumes,
+                },
+            },
+        }
+        return {
+            "rayVersion": args.ray_version,
+            # With an autoscaling GPU pool, Ray asks for workers and GKE adds nodes for them.
+            "enableInTreeAutoscaling": args.min_replicas != args.max_replicas,
+            "headGroupSpec": head,
+            "workerGroupSpecs": [worker],
+        }

@@ -39,6 +39,24 @@ def get_int(props: Mapping[str, Any] | None, *path: str) -> int | None:
     return int(value)
 
 
+def get_bool(props: Mapping[str, Any] | None, *path: str) -> bool | None:
+    """The boolean at `path`, or None when unset."""
+    *head, last = path
+    value = get_map(props, *head).get(last) if head else (props or {}).get(last)
+    return value if isinstance(value, bool) else None
+
+
+def as_int(value: Any) -> int | None:
+    """Wire numbers are floats and some APIs send numbers as strings; both become ints."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
 def get_str(props: Mapping[str, Any] | None, *path: str) -> str | None:
     """The string at `path`, or None."""
     *head, last = path

@@ -149,9 +149,17 @@ def test_module_entry_point_runs_as_a_process() -> None:
     assert proc.stdout.startswith("preflight dev: PASS")
 
 
+def dev_policy_config(**changes: Any) -> dict[str, Any]:
+    """The committed dev policy config with some policies' settings replaced."""
+    config: dict[str, Any] = json.loads((REPO / "policies" / "config" / "dev.json").read_text())
+    config.update(changes)
+    return config
+
+
 def test_mandatory_violation_exits_1(tmp_path: Path) -> None:
     cfg = tmp_path / "tight.json"
-    cfg.write_text(json.dumps({"gpu-quota": {"quotas": {"PREEMPTIBLE_NVIDIA_L4_GPUS": 1}}}))
+    tight = {"quotas": {"PREEMPTIBLE_NVIDIA_L4_GPUS": 1}}
+    cfg.write_text(json.dumps(dev_policy_config(**{"gpu-quota": tight})))
     report = tmp_path / "r.json"
     code, out, _ = run_cli("--stack", "dev", "--policy-config", str(cfg), "--json", str(report))
     assert code == 1
@@ -165,16 +173,8 @@ def test_mandatory_violation_exits_1(tmp_path: Path) -> None:
 
 def test_advisory_only_still_exits_0(tmp_path: Path) -> None:
     cfg = tmp_path / "advisory.json"
-    cfg.write_text(
-        json.dumps(
-            {
-                "gpu-quota": {
-                    "enforcementLevel": "advisory",
-                    "quotas": {"PREEMPTIBLE_NVIDIA_L4_GPUS": 1},
-                }
-            }
-        )
-    )
+    advisory = {"enforcementLevel": "advisory", "quotas": {"PREEMPTIBLE_NVIDIA_L4_GPUS": 1}}
+    cfg.write_text(json.dumps(dev_policy_config(**{"gpu-quota": advisory})))
     code, out, _ = run_cli("--stack", "dev", "--policy-config", str(cfg))
     assert code == 0
     assert "[advisory] gpu-quota" in out

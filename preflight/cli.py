@@ -124,6 +124,11 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="policy pack config JSON (default: policies/config/<stack>.json when present)",
     )
+    parser.add_argument(
+        "--graph",
+        type=Path,
+        help="also render the resource graph (components, resources, dependencies) as .svg/.png",
+    )
     parser.add_argument("--quiet", action="store_true", help="print only the result line")
     return parser
 
@@ -160,6 +165,14 @@ def main(
 
     if args.json is not None:
         args.json.write_text(json.dumps(result.as_json(), indent=2) + "\n", encoding="utf-8")
+    if args.graph is not None:
+        from preflight.graph import render
+
+        try:
+            render(result.run, args.graph)
+        except ValueError as error:
+            print(f"preflight: {error}", file=err)
+            return EXIT_USAGE
     if not args.quiet:
         cfg_note = result.policy_config_path or "schema defaults"
         print(render_tree(result.run), file=out)

@@ -1,0 +1,147 @@
+"""The GKE cluster, its node pools, the Kubernetes provider and in-cluster GPU networking."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import (
+    AuthorizedCidr,
+    GkeCluster,
+    GkeClusterArgs,
+    GpuNetworking,
+    GpuNetworkingArgs,
+    GpuNodePool,
+    GpuNodePoolArgs,
+    MaintenancePlan,
+    SystemNodePool,
+    SystemNodePoolArgs,
+)
+from planning.versions import VERSIONS
+from program.networks import Networks
+from stack_config import StackConfig
+
+
+@dataclass(frozen=True)
+class Gke:
+    """The cluster side of the stack."""
+
+    cluster: GkeCluster
+    system_pool: SystemNodePool
+    gpu_pool: GpuNodePool
+    k8s_provider: k8s.Provider
+    gpu_networking: GpuNetworking | None
+    """Network objects and the gIB installer, for RDMA GPUs only."""
+
+    @property
+    def k8s_opts(self) -> pulumi.ResourceOptions:
+        """Options that send a component's Kubernetes children to this cluster."""
+        return pulumi.ResourceOptions(providers=[self.k8s_provider])
+
+
+def build_gke(cfg: StackConfig, nets: Networks, labels: Mapping[str, str]) -> Gke:
+    """Cluster, system pool, GPU pool and, for RDMA GPUs, the in-cluster network objects."""
+    gpu = cfg.gpu.profile
+    maintenance = cfg.cluster.maintenance
+    cluster = GkeCluster(
+        "gke",
+        GkeClusterArgs(
+            project=cfg.project,
+            region=cfg.region,
+            name=cfg.names.cluster,
+            node_service_account_id=cfg.names.node_service_account,
+            network=nets.primary.network_self_link,
+            subnetwork=nets.primary.subnet_self_link,
+            pods_range_name=nets.primary.pods_range_name,
+            services_range_name=nets.primary.services_range_name,
+            release_channel=cfg.cluster.release_channel,
+            min_version=cfg.cluster.min_version,
+            authorized_networks=[
+                AuthorizedCidr(name=n.name, cidr=str(n.cidr))
+                for n in cfg.network.authorized_networks
+            ],
+            maintenance=MaintenancePlan(
+                window_start=maintenance.window_start,
+                window_end=maintenance.window_end,
+                recurrence=maintenance.recurrence,
+                exclusion_scope=maintenance.exclusion_scope if maintenance.block_upgrades else None,
+                exclusion_start=maintenance.exclusion_start,
+            ),
+            lustre_csi=cfg.lustre.enabled,
+            legacy_lustre_port=cfg.legacy_lustre_port,
+            gke_ray_addon=cfg.ray.operator == "gke-addon",
+            protect=cfg.protect,
+            labels=labels,
+        ),
+    )
+    system = cfg.cluster.system_pool
+    system_pool = SystemNodePool(
+        "system",
+        SystemNodePoolArgs(
+            cluster_id=cluster.cluster_id,
+            region=cfg.region,
+            zone=cfg.zone,
+            service_account=cluster.node_service_account_email,
+            machine_type=system.machine_type,
+            min_nodes=system.min,
+            max_nodes=system.max,
+            disk_gb=system.disk_gb,
+            labels=labels,
+        ),
+    )
+    autoscaling = cfg.gpu.autoscaling
+    gpu_pool = GpuNodePool(
+        "gpu",
+        GpuNodePoolArgs(
+            cluster_id=cluster.cluster_id,
+            project=cfg.project,
+            region=cfg.region,
+            zone=cfg.zone,
+            gpu=gpu,
+            service_account=cluster.node_service_account_email,
+            capacity=cfg.gpu.capacity,
+            nodes=cfg.gpu.nodes,
+            autoscaling=(autoscaling.min, autoscaling.max) if autoscaling else None,
+            reservation=cfg.gpu.reservation,
+            reservation_project=cfg.gpu.reservation_project,
+            placement=cfg.gpu.placement,
+            driver_version=cfg.gpu.driver_version,
+            additional_networks=nets.node_networks,
+            labels=labels,
+        ),
+    )
+    # The only Kubernetes provider: built from the cluster's outputs with an exec kubeconfig
+    # (no token in state), after a schedulable pool exists. Every stack disables the default
+    # provider, so a resource that forgets this one fails instead of finding a stray kubeconfig.
+    k8s_provider = k8s.Provider(
+        "gke-k8s",
+        kubeconfig=cluster.kubeconfig,
+        enable_server_side_apply=True,
+        opts=pulumi.ResourceOptions(depends_on=[system_pool]),
+    )
+    gpu_networking = None
+    if nets.gvnic is not None and nets.rdma is not None:
+        gpu_networking = GpuNetworking(
+            "gpu-net",
+            GpuNetworkingArgs(
+                gvnic_network=nets.gvnic.network_name,
+                gvnic_subnet=nets.gvnic.subnet_name,
+                rdma_network=nets.rdma.network_name,
+                rdma_subnets=nets.rdma.subnet_names,
+                rdma_nics=gpu.rdma_nics,
+                accelerator_type=gpu.accelerator_type,
+                installer_image=VERSIONS.gib_installer_image.value,
+                pause_image=VERSIONS.pause_image.value,
+            ),
+            opts=pulumi.ResourceOptions(providers=[k8s_provider]),
+        )
+    return Gke(
+        cluster=cluster,
+        system_pool=system_pool,
+        gpu_pool=gpu_pool,
+        k8s_provider=k8s_provider,
+        gpu_networking=gpu_networking,
+    )

@@ -1,0 +1,87 @@
+"""KubeRay (Helm release or GKE add-on) and the NeMo RL RayCluster / GRPO RayJob."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pulumi
+
+from components.kuberay import KubeRayOperator, KubeRayOperatorArgs
+from components.ray_workload import RayWorkload, RayWorkloadArgs, RdmaWiring
+from planning.ray import grpo_entrypoint, worker_size
+from planning.versions import VERSIONS
+from program.gke import Gke
+from program.storage import Volumes
+from stack_config import StackConfig
+
+
+@dataclass(frozen=True)
+class RayPlatform:
+    """The Ray side of the stack."""
+
+    operator: KubeRayOperator | None
+    """None when GKE's Ray add-on is the operator."""
+    workload: RayWorkload
+    entrypoint: str
+    """The GRPO command (the RayJob's entrypoint when the job is enabled)."""
+
+
+def build_ray(
+    cfg: StackConfig,
+    gke: Gke,
+    volumes: Volumes,
+    secrets: Mapping[str, pulumi.Output[str]],
+    labels: Mapping[str, str],
+) -> RayPlatform:
+    """Operator first (CRDs), then the RayCluster sized from the GPU catalog."""
+    gpu = cfg.gpu.profile
+    operator = None
+    if cfg.ray.operator == "helm":
+        operator = KubeRayOperator(
+            "kuberay",
+            KubeRayOperatorArgs(
+                chart_version=VERSIONS.kuberay_chart.value,
+                repository=VERSIONS.kuberay_helm_repo.value,
+                kubectl_image=VERSIONS.kubectl_image.value,
+                node_selector=gke.system_pool.node_selector,
+            ),
+            opts=gke.k8s_opts,
+        )
+    entrypoint = grpo_entrypoint(cfg.grpo_run)
+    autoscaling = cfg.gpu.autoscaling
+    low = autoscaling.min if autoscaling else cfg.gpu.max_nodes
+    workload = RayWorkload(
+        "ray",
+        RayWorkloadArgs(
+            namespace=volumes.identity.namespace,
+            service_account=volumes.identity.service_account,
+            cluster_name=cfg.ray.cluster_name,
+            image=VERSIONS.nemo_rl_image.value,
+            ray_version=VERSIONS.ray_version.value,
+            head_cpu=cfg.ray.head.cpu,
+            head_memory_gib=cfg.ray.head.memory_gib,
+            head_node_selector=gke.system_pool.node_selector,
+            worker=worker_size(gpu),
+            worker_node_selector=gke.gpu_pool.node_selector,
+            worker_tolerations=gke.gpu_pool.tolerations,
+            replicas=low,
+            min_replicas=low,
+            max_replicas=cfg.gpu.max_nodes,
+            data_claim=volumes.data_claim,
+            data_is_gcsfuse=volumes.gcsfuse,
+            rdma=RdmaWiring(
+                interfaces_annotation=gke.gpu_networking.interfaces_annotation,
+                tuner_config=gpu.nccl_tuner_config or "",
+            )
+            if gke.gpu_networking is not None
+            else None,
+            secrets=secrets,
+            job_entrypoint=entrypoint if cfg.ray.job.enabled else None,
+            job_name=cfg.ray.job.name,
+            operator=[operator] if operator is not None else [],
+            labels=labels,
+        ),
+        opts=gke.k8s_opts,
+    )
+    return RayPlatform(operator=operator, workload=workload, entrypoint=entrypoint)

@@ -14,6 +14,7 @@ from policies.firewall import roce_network_names
 from policies.props import as_int, get_list, get_map, get_str
 from policies.types import NETWORK, NODE_POOL, SUBNETWORK
 
+ROCE_ZONE = re.compile(r"networkProfiles/([a-z]+-[a-z]+[0-9]+-[a-z])-vpc-roce")
 ZONAL_ROCE_PROFILE = re.compile(
     r"(^|/)networkProfiles/[a-z]+-[a-z]+[0-9]+-[a-z]-vpc-roce(-metal)?$"
 )
@@ -68,6 +69,11 @@ def _pool_nics(
     resources: Sequence[PolicyResource], config: Config
 ) -> Iterator[tuple[str, PolicyResource | None]]:
     roce = roce_network_names(resources)
+    roce_zones = {
+        str(n.props.get("name") or n.name): match.group(1)
+        for n in of_type(resources, NETWORK)
+        if (match := ROCE_ZONE.search(str(n.props.get("networkProfile") or "")))
+    }
     subnets_per_network: dict[str, int] = {}
     for sub in of_type(resources, SUBNETWORK):
         network = last_segment(get_str(sub.props, "network"))
@@ -101,6 +107,14 @@ def _pool_nics(
         if len(set(rdma_subs)) != len(rdma_subs):
             yield ("attaches the same RDMA subnet twice; each NIC needs its own", pool)
         network = next(iter(set(rdma)))
+        profile_zone = roce_zones.get(str(network))
+        pool_zones = [str(z) for z in get_list(pool.props, "nodeLocations")]
+        if profile_zone and pool_zones and set(pool_zones) != {profile_zone}:
+            yield (
+                f"runs in {', '.join(pool_zones)} but RoCE network {network} is pinned to"
+                f" {profile_zone} by its profile; RDMA works only inside that zone",
+                pool,
+            )
         if network and subnets_per_network.get(network, 0) != row.rdma_nics:
             yield (
                 f"RoCE network {network} has {subnets_per_network.get(network, 0)} subnets;"
@@ -111,7 +125,8 @@ def _pool_nics(
 
 gpu_pool_nics = stack_policy(
     name="gpu-pool-nics",
-    description="An RDMA GPU pool attaches one gVNIC network plus one RoCE subnet per RDMA NIC.",
+    description="An RDMA GPU pool attaches one gVNIC network plus one RoCE subnet per RDMA NIC,"
+    " in the RoCE network's zone.",
     check=_pool_nics,
     remediation=(
         "Attach exactly the gVNIC network and the RDMA network's subnets, in NIC order, and"

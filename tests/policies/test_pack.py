@@ -632,3 +632,17 @@ def test_unknown_at_preview_is_an_advisory_note(case: Case) -> None:
     assert violations, "reading an unknown value must not pass silently"
     assert all(v.enforcement_level == "advisory" for v in violations)
     assert all("during preview" in v.message for v in violations)
+
+
+def test_gpu_pool_must_sit_in_the_roce_profiles_zone() -> None:
+    elsewhere = pool(nodeLocations=["us-central1-c"])
+    violations = run(topo.gpu_pool_nics, rdma_fabric(elsewhere))
+    assert [v.message for v in violations] == [
+        "NodePool 'gpu-pool': runs in us-central1-c but RoCE network rdma-net is pinned to"
+        " us-central1-b by its profile; RDMA works only inside that zone"
+    ]
+
+
+def test_roce_network_needs_one_subnet_per_nic() -> None:
+    violations = run(topo.gpu_pool_nics, rdma_fabric(subnets=7))
+    assert any("has 7 subnets; a4-highgpu-8g has 8 RDMA NICs" in v.message for v in violations)

@@ -9,6 +9,8 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
+from components.volume_claim import bound_claim
+
 GCSFUSE_CSI_DRIVER = "gcsfuse.csi.storage.gke.io"
 BUCKET_ROLE = "roles/storage.objectUser"
 """Read, write and delete objects; nothing on bucket settings or IAM (tutorial §8.1)."""
@@ -139,16 +141,14 @@ class BucketVolume(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(parent=self),
         )
-        pvc = k8s.core.v1.PersistentVolumeClaim(
+        pvc = bound_claim(
             f"{name}-pvc",
-            metadata={"name": args.claim_name, "namespace": args.namespace},
-            spec={
-                "storage_class_name": storage_class,
-                "access_modes": ["ReadWriteMany"],
-                "volume_name": pv.metadata.name,
-                "resources": {"requests": {"storage": args.capacity}},
-            },
-            opts=pulumi.ResourceOptions(parent=self),
+            pv,
+            namespace=args.namespace,
+            claim_name=args.claim_name,
+            storage_class=storage_class,
+            size=args.capacity,
+            parent=self,
         )
         self.claim_name = pvc.metadata.name
         self.register_outputs({"claim_name": self.claim_name})

@@ -9,6 +9,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
+from components.volume_claim import bound_claim
 from planning.naming import Names
 
 LUSTRE_CSI_DRIVER = "lustre.csi.storage.gke.io"
@@ -198,16 +199,14 @@ class LustreVolume(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(parent=self),
         )
-        pvc = k8s.core.v1.PersistentVolumeClaim(
+        pvc = bound_claim(
             f"{name}-pvc",
-            metadata={"name": args.claim_name, "namespace": args.namespace},
-            spec={
-                "storage_class_name": storage_class,
-                "access_modes": ["ReadWriteMany"],
-                "volume_name": pv.metadata.name,
-                "resources": {"requests": {"storage": size}},
-            },
-            opts=pulumi.ResourceOptions(parent=self),
+            pv,
+            namespace=args.namespace,
+            claim_name=args.claim_name,
+            storage_class=storage_class,
+            size=size,
+            parent=self,
         )
         self.claim_name = pvc.metadata.name
         self.register_outputs({"claim_name": self.claim_name})

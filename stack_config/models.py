@@ -73,6 +73,11 @@ Cidr = Annotated[IPv4Network, BeforeValidator(_parse_cidr)]
 DriverVersion = Literal["DEFAULT", "LATEST"]
 
 
+def _check_bounds(low: int, high: int) -> None:
+    if low > high:
+        raise ConfigProblem(("min",), f"min ({low}) is larger than max ({high})", "make min <= max")
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(
         frozen=True,
@@ -90,10 +95,7 @@ class Autoscaling(_Model):
 
     @model_validator(mode="after")
     def _ordered(self) -> Self:
-        if self.min > self.max:
-            raise ConfigProblem(
-                ("min",), f"min ({self.min}) is larger than max ({self.max})", "make min <= max"
-            )
+        _check_bounds(self.min, self.max)
         return self
 
 
@@ -341,10 +343,7 @@ class SystemPoolConfig(_Model):
 
     @model_validator(mode="after")
     def _ordered(self) -> Self:
-        if self.min > self.max:
-            raise ConfigProblem(
-                ("min",), f"min ({self.min}) is larger than max ({self.max})", "make min <= max"
-            )
+        _check_bounds(self.min, self.max)
         return self
 
 

@@ -54,22 +54,18 @@ def test_h200_uses_its_own_zone_and_region(h200: Result) -> None:
     )
 
 
+def expected_node_networks(result: Result) -> list[dict[str, str]]:
+    """gVNIC then rdma-0..7, read from the network components' own records."""
+    names = by_name(result)
+
+    def pair(net: str, sub: str) -> dict[str, str]:
+        return {"network": names[net].inputs["name"], "subnetwork": names[sub].inputs["name"]}
+
+    return [pair("gvnic-net", "gvnic-sub")] + [pair("rdma-net", f"rdma-sub-{i}") for i in range(8)]
+
+
 def test_node_networks_are_gvnic_then_rdma_in_order(b200: Result) -> None:
-    nets = b200.run.exports["additionalNodeNetworks"].value
-    names = by_name(b200)
-    expected = [
-        {
-            "network": names["gvnic-net"].inputs["name"],
-            "subnetwork": names["gvnic-sub"].inputs["name"],
-        }
-    ] + [
-        {
-            "network": names["rdma-net"].inputs["name"],
-            "subnetwork": names[f"rdma-sub-{i}"].inputs["name"],
-        }
-        for i in range(8)
-    ]
-    assert nets == expected
+    assert b200.run.exports["additionalNodeNetworks"].value == expected_node_networks(b200)
 
 
 def test_every_resource_is_parented_to_a_component(stack: str) -> None:
@@ -90,20 +86,8 @@ def test_no_resource_is_protected_in_dev(dev: Result) -> None:
 
 
 def test_additional_networks_are_the_network_components_names_in_order(b200: Result) -> None:
-    names = by_name(b200)
-    pool = names["gpu-pool"].inputs
-    expected = [
-        {
-            "network": names["gvnic-net"].inputs["name"],
-            "subnetwork": names["gvnic-sub"].inputs["name"],
-        }
-    ] + [
-        {
-            "network": names["rdma-net"].inputs["name"],
-            "subnetwork": names[f"rdma-sub-{i}"].inputs["name"],
-        }
-        for i in range(8)
-    ]
+    pool = by_name(b200)["gpu-pool"].inputs
+    expected = expected_node_networks(b200)
     assert pool["networkConfig"]["additionalNodeNetworkConfigs"] == expected
     assert len(expected) == 9  # nothing else: an extra network would take a GPU NIC's slot
 

@@ -29,11 +29,19 @@ def sdk_modules(stack: str) -> list[str]:
         if package == "gcp":
             modules.add(f"from pulumi_gcp.{module} import {cls}")
         elif package == "kubernetes":
-            mod = (
-                module.replace(".k8s.io", "").replace(".sh", "").replace(".", "_").replace("/", ".")
-            )
-            modules.add(f"import pulumi_kubernetes.{mod}")
+            modules.add(f"import pulumi_kubernetes.{_k8s_module(record.type)}")
     return sorted(modules)
+
+
+def _k8s_module(type_: str) -> str:
+    """`kubernetes:rbac.authorization.k8s.io/v1:ClusterRole` -> `rbac.v1`; custom resources
+    (ray.io, networking.gke.io) come from `apiextensions`."""
+    group, _, version = type_.split(":")[1].partition("/")
+    if group.endswith(".k8s.io") or "." not in group:
+        return f"{group.split('.')[0]}.{version}"
+    if group == "helm.sh":
+        return f"helm.{version}"
+    return "apiextensions"
 
 
 def wall(cmd: list[str], runs: int) -> float:

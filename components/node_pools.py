@@ -99,7 +99,6 @@ class GpuNodePoolArgs:
     """Inputs of the GPU pool. Mirrors Cluster Toolkit's `modules/compute/gke-node-pool`."""
 
     cluster_id: pulumi.Input[str]
-    project: str
     region: str
     zone: str
     gpu: GpuProfile

@@ -124,9 +124,6 @@ GPU_CATALOG: Final[dict[GpuType, GpuProfile]] = {
     ),
 }
 
-PREEMPTIBLE_CAPACITY: Final[frozenset[Capacity]] = frozenset({"spot", "flex-start"})
-"""Capacity types that draw on the PREEMPTIBLE_* GPU quota (flex-start: as reported; verify)."""
-
 
 def profile(gpu_type: GpuType) -> GpuProfile:
     """The catalog row for a GPU type."""
@@ -144,8 +141,3 @@ def profile_for_accelerator(accelerator_type: str) -> GpuProfile | None:
 def extra_gvnic_networks(row: GpuProfile) -> int:
     """Additional gVNIC networks a node of this shape attaches (beyond the cluster VPC)."""
     return row.host_nics - 1
-
-
-def quota_metric(row: GpuProfile, capacity: Capacity) -> str:
-    """The regional quota metric a pool of this capacity type consumes."""
-    return row.preemptible_quota_metric if capacity in PREEMPTIBLE_CAPACITY else row.quota_metric

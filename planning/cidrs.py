@@ -28,20 +28,6 @@ def consecutive_subnets(after: IPv4Network, count: int) -> list[IPv4Network]:
     return [IPv4Network((start + i * size, after.prefixlen)) for i in range(count)]
 
 
-def split(parent: IPv4Network, count: int) -> list[IPv4Network]:
-    """Split `parent` into 2^k >= `count` equal parts and return the first `count`.
-
-    This is Terraform's `cidrsubnet(parent, ceil(log2(count)), i)`, for users who prefer one
-    block (for example a /21) over a list of /24s.
-    """
-    if count < 1:
-        raise ValueError("count must be >= 1")
-    extra_bits = (count - 1).bit_length()
-    if parent.prefixlen + extra_bits > 32:
-        raise ValueError(f"{parent} cannot be split into {count} subnets")
-    return list(parent.subnets(prefixlen_diff=extra_bits))[:count]
-
-
 def overlaps(ranges: Mapping[str, IPv4Network]) -> list[tuple[str, str]]:
     """Every pair of named ranges that share an address, in input order."""
     items = list(ranges.items())

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import struct_pb2
 from pulumi.runtime import proto
 from pulumi.runtime.rpc import serialize_properties
 from pulumi.runtime.sync_await import _sync_await
@@ -236,6 +236,10 @@ def evaluate(
                 provider=provider_of(r),
                 parent=r.parent or "",
                 dependencies=r.dependencies,
+                propertyDependencies={
+                    key: proto.AnalyzerPropertyDependencies(urns=urns)
+                    for key, urns in r.property_dependencies.items()
+                },
             )
             for r in records
         ]
@@ -259,8 +263,3 @@ def _default_level(
         if policy.name == name:
             return policy.enforcement_level or pack_level
     return pack_level
-
-
-def struct_to_dict(struct: struct_pb2.Struct) -> dict[str, Any]:
-    """Protobuf Struct to plain dict (helper for tests)."""
-    return json_format.MessageToDict(struct)

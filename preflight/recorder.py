@@ -29,7 +29,6 @@ class Record:
     dependencies: list[str]
     property_dependencies: dict[str, list[str]]
     protect: bool
-    retain_on_delete: bool
     delete_before_replace: bool | None
     ignore_changes: list[str]
     additional_secret_outputs: list[str]
@@ -93,7 +92,6 @@ class RecordingMonitor(MockMonitor):
                 k: sorted(set(v.urns)) for k, v in request.propertyDependencies.items()
             },
             protect=bool(request.protect),
-            retain_on_delete=bool(request.retainOnDelete),
             delete_before_replace=(
                 bool(request.deleteBeforeReplace) if request.deleteBeforeReplaceDefined else None
             ),

@@ -97,7 +97,6 @@ def build_gke(cfg: StackConfig, nets: Networks, labels: Mapping[str, str]) -> Gk
         "gpu",
         GpuNodePoolArgs(
             cluster_id=cluster.cluster_id,
-            project=cfg.project,
             region=cfg.region,
             zone=cfg.zone,
             gpu=gpu,

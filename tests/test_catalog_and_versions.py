@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from planning.catalog import GPU_CATALOG, profile_for_accelerator, quota_metric
+from planning.catalog import GPU_CATALOG, profile_for_accelerator
 from planning.versions import VERSIONS, gke_at_least, parse_gke_version
+from policies.quota import metric_for
 
 
 def test_b200_row_matches_the_tutorial() -> None:
@@ -40,16 +41,12 @@ def test_l4_row_is_a_single_nic_dev_shape() -> None:
 
 
 @pytest.mark.parametrize(
-    ("capacity", "metric"),
-    [
-        ("reservation", "NVIDIA_B200_GPUS"),
-        ("on-demand", "NVIDIA_B200_GPUS"),
-        ("spot", "PREEMPTIBLE_NVIDIA_B200_GPUS"),
-        ("flex-start", "PREEMPTIBLE_NVIDIA_B200_GPUS"),
-    ],
+    ("preemptible", "metric"),
+    [(False, "NVIDIA_B200_GPUS"), (True, "PREEMPTIBLE_NVIDIA_B200_GPUS")],
 )
-def test_quota_metric_by_capacity(capacity: str, metric: str) -> None:
-    assert quota_metric(GPU_CATALOG["b200"], capacity) == metric  # type: ignore[arg-type]
+def test_quota_metric_from_the_catalog(preemptible: bool, metric: str) -> None:
+    # reservations use the on-demand metric; Spot and flex-start the PREEMPTIBLE_ one
+    assert metric_for("nvidia-b200", preemptible) == metric
 
 
 def test_reverse_lookup() -> None:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planning.cidrs import consecutive_subnets, duplicates, overlaps, split
+from planning.cidrs import consecutive_subnets, duplicates, overlaps
 
 
 def nets(*cidrs: str) -> list[IPv4Network]:
@@ -36,23 +36,6 @@ def test_consecutive_subnets_table(after: str, count: int, expected: list[str]) 
 def test_consecutive_subnets_refuses_to_leave_ipv4() -> None:
     with pytest.raises(ValueError, match="do not fit"):
         consecutive_subnets(IPv4Network("255.255.254.0/24"), 2)
-
-
-@pytest.mark.parametrize(
-    ("parent", "count", "expected"),
-    [
-        ("192.168.64.0/21", 8, [f"192.168.{64 + i}.0/24" for i in range(8)]),
-        ("10.0.0.0/16", 3, ["10.0.0.0/18", "10.0.64.0/18", "10.0.128.0/18"]),
-        ("10.0.0.0/24", 1, ["10.0.0.0/24"]),
-    ],
-)
-def test_split_table(parent: str, count: int, expected: list[str]) -> None:
-    assert split(IPv4Network(parent), count) == nets(*expected)
-
-
-def test_split_rejects_too_many() -> None:
-    with pytest.raises(ValueError, match="cannot be split"):
-        split(IPv4Network("10.0.0.0/31"), 8)
 
 
 def test_overlaps_names_each_pair_once() -> None:
@@ -92,14 +75,3 @@ def test_consecutive_subnets_properties(after: IPv4Network, count: int) -> None:
     chain = [after, *plan]
     for a, b in itertools.pairwise(chain):
         assert int(b.network_address) == int(a.broadcast_address) + 1
-
-
-@given(private_networks(), st.integers(min_value=1, max_value=8))
-def test_split_properties(parent: IPv4Network, count: int) -> None:
-    if parent.prefixlen + (count - 1).bit_length() > 32:
-        return
-    plan = split(parent, count)
-    assert len(plan) == count
-    assert all(n.subnet_of(parent) for n in plan)
-    assert overlaps({str(i): n for i, n in enumerate(plan)}) == []
-    assert len({n.prefixlen for n in plan}) == 1

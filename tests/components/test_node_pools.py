@@ -25,7 +25,6 @@ NETS = [{"network": "g-net", "subnetwork": "g-sub"}] + [
 def gpu_args(**changes: Any) -> GpuNodePoolArgs:
     base: dict[str, Any] = {
         "cluster_id": "projects/p/locations/us-central1/clusters/c",
-        "project": "test-project",
         "region": "us-central1",
         "zone": "us-central1-b",
         "gpu": GPU_CATALOG["b200"],

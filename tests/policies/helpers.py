@@ -28,7 +28,6 @@ def record(type_: str, name: str, props: dict[str, Any], *, protect: bool = Fals
         dependencies=[],
         property_dependencies={},
         protect=protect,
-        retain_on_delete=False,
         delete_before_replace=None,
         ignore_changes=[],
         additional_secret_outputs=[],

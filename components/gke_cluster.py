@@ -9,6 +9,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from planning.kube import exec_kubeconfig, get_credentials_command
+from planning.naming import role_slug
 
 NODE_SA_ROLES = (
     # The predefined least-privilege role GKE documents for node service accounts (logging,
@@ -110,7 +111,7 @@ class GkeCluster(pulumi.ComponentResource):
         )
         for role in NODE_SA_ROLES:
             gcp.projects.IAMMember(
-                f"{name}-nodes-{role.split('/')[1].replace('.', '-').lower()}",
+                f"{name}-nodes-{role_slug(role)}",
                 project=args.project,
                 role=role,
                 member=account.member,

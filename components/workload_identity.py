@@ -9,6 +9,8 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
+from planning.naming import role_slug
+
 WORKLOAD_ROLES: tuple[str, ...] = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
 """Project roles the Ray pods need: write logs and metrics. Storage roles are per bucket."""
 
@@ -67,7 +69,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
         )
         for role in args.project_roles:
             gcp.projects.IAMMember(
-                f"{name}-{role.split('/')[1].replace('.', '-').lower()}",
+                f"{name}-{role_slug(role)}",
                 project=args.project,
                 role=role,
                 member=principal,

@@ -135,6 +135,11 @@ def base_labels(stack: str, extra: dict[str, str] | None = None) -> dict[str, st
     return labels
 
 
+def role_slug(role: str) -> str:
+    """`roles/logging.logWriter` -> `logging-logwriter`, for logical names of IAM bindings."""
+    return role.split("/", 1)[1].replace(".", "-").lower()
+
+
 def label_value(text: str) -> str:
     """Make any text a valid GCP label value (lower case, [a-z0-9_-], at most 63)."""
     return re.sub(r"[^a-z0-9_-]", "-", text.lower())[:63]

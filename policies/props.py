@@ -21,10 +21,15 @@ def get_map(props: Mapping[str, Any] | None, *path: str) -> Mapping[str, Any]:
     return current if isinstance(current, Mapping) else {}
 
 
+def _get(props: Mapping[str, Any] | None, path: tuple[str, ...]) -> Any:
+    """The value at `path` (the last key inside the map the other keys lead to), or None."""
+    *head, last = path
+    return get_map(props, *head).get(last) if head else (props or {}).get(last)
+
+
 def get_list(props: Mapping[str, Any] | None, *path: str) -> list[Any]:
     """The list at `path`, or an empty one."""
-    *head, last = path
-    value = get_map(props, *head).get(last) if head else (props or {}).get(last)
+    value = _get(props, path)
     if isinstance(value, Sequence) and not isinstance(value, str):
         return list(value)
     return []
@@ -32,8 +37,7 @@ def get_list(props: Mapping[str, Any] | None, *path: str) -> list[Any]:
 
 def get_int(props: Mapping[str, Any] | None, *path: str) -> int | None:
     """The number at `path` as an int (wire numbers are floats), or None."""
-    *head, last = path
-    value = get_map(props, *head).get(last) if head else (props or {}).get(last)
+    value = _get(props, path)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return int(value)
@@ -41,9 +45,14 @@ def get_int(props: Mapping[str, Any] | None, *path: str) -> int | None:
 
 def get_bool(props: Mapping[str, Any] | None, *path: str) -> bool | None:
     """The boolean at `path`, or None when unset."""
-    *head, last = path
-    value = get_map(props, *head).get(last) if head else (props or {}).get(last)
+    value = _get(props, path)
     return value if isinstance(value, bool) else None
+
+
+def get_str(props: Mapping[str, Any] | None, *path: str) -> str | None:
+    """The string at `path`, or None."""
+    value = _get(props, path)
+    return value if isinstance(value, str) else None
 
 
 def as_int(value: Any) -> int | None:
@@ -55,13 +64,6 @@ def as_int(value: Any) -> int | None:
     if isinstance(value, str) and value.strip().isdigit():
         return int(value)
     return None
-
-
-def get_str(props: Mapping[str, Any] | None, *path: str) -> str | None:
-    """The string at `path`, or None."""
-    *head, last = path
-    value = get_map(props, *head).get(last) if head else (props or {}).get(last)
-    return value if isinstance(value, str) else None
 
 
 def region_of(location: str | None) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, cast
 
 from google.protobuf import json_format, struct_pb2
@@ -40,12 +41,12 @@ class Record:
     """What the mock returned: stands in for the resource's outputs."""
     id: str | None = None
 
-    @property
+    @cached_property
     def inputs(self) -> dict[str, Any]:
         """Wire-form inputs with each secret value masked (and nothing else)."""
         return cast(dict[str, Any], mask(json_format.MessageToDict(self.object)))
 
-    @property
+    @cached_property
     def raw_inputs(self) -> dict[str, Any]:
         """Wire-form inputs including secret wrappers; for policies and tests, never printed."""
         return json_format.MessageToDict(self.object)

@@ -69,12 +69,10 @@ def run_stack(
     stack_file = REPO / f"Pulumi.{stack}.yaml"
     policy_path = None
     if config is not None or policy_config is not None:
-        assert tmp_path is not None
-    if config is not None:
-        assert tmp_path is not None
+        assert tmp_path is not None, "variants are written to tmp_path"
+    if config is not None and tmp_path is not None:
         stack_file = write_stack(tmp_path, stack, config)
-    if policy_config is not None:
-        assert tmp_path is not None
+    if policy_config is not None and tmp_path is not None:
         policy_path = tmp_path / "policy.json"
         policy_path.write_text(json.dumps(policy_config))
     return preflight(stack_file, project_dir=REPO, policy_config=policy_path)

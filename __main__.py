@@ -11,12 +11,13 @@ from program.networks import build_networks
 from program.ray_platform import build_ray
 from program.storage import build_cloud_storage, build_volumes
 from stack_config import load_stack_config
-from stack_config.pulumi_source import current_config_values, secret_outputs
+from stack_config.pulumi_source import current_config_values, current_secret_keys, secret_outputs
 
 # Validate everything before the first resource is registered: a bad stack fails here
 # with one message naming the key, and nothing is half-applied.
 stack = pulumi.get_stack()
-cfg = load_stack_config(current_config_values(), stack)
+values = current_config_values()
+cfg = load_stack_config(values, stack, current_secret_keys(values))
 labels = base_labels(stack, cfg.labels)
 
 nets = build_networks(cfg)

@@ -90,7 +90,9 @@ class GkeCluster(pulumi.ComponentResource):
     kubeconfig: pulumi.Output[str]
     """Exec-plugin kubeconfig (secret): no credential inside, `gke-gcloud-auth-plugin` at use."""
     node_service_account_email: pulumi.Output[str]
-    """Email of the least-privilege node service account every pool runs as."""
+    """Email of the least-privilege node service account every pool runs as. Spelled out from
+    the account id (known during a first preview, so policies can judge it); pools that use it
+    also depend on the cluster, which waits for the account and its roles."""
     get_credentials_command: pulumi.Output[str]
     """`gcloud container clusters get-credentials ...` for this cluster."""
     workload_pool: pulumi.Output[str]
@@ -109,7 +111,7 @@ class GkeCluster(pulumi.ComponentResource):
             project=args.project,
             opts=child,
         )
-        for role in NODE_SA_ROLES:
+        roles = [
             gcp.projects.IAMMember(
                 f"{name}-nodes-{role_slug(role)}",
                 project=args.project,
@@ -117,6 +119,11 @@ class GkeCluster(pulumi.ComponentResource):
                 member=account.member,
                 opts=child,
             )
+            for role in NODE_SA_ROLES
+        ]
+        # The email GCP gives the account, written out so that it is known before the account
+        # exists; the explicit dependencies below keep the order the Output would have given.
+        node_email = f"{args.node_service_account_id}@{args.project}.iam.gserviceaccount.com"
 
         workload_pool = f"{args.project}.svc.id.goog"
         m = args.maintenance
@@ -154,7 +161,7 @@ class GkeCluster(pulumi.ComponentResource):
             remove_default_node_pool=True,
             initial_node_count=1,
             node_config=gcp.container.ClusterNodeConfigArgs(
-                service_account=account.email,
+                service_account=node_email,
                 oauth_scopes=[CLOUD_PLATFORM],
                 shielded_instance_config=gcp.container.ClusterNodeConfigShieldedInstanceConfigArgs(
                     enable_secure_boot=True, enable_integrity_monitoring=True
@@ -232,13 +239,17 @@ class GkeCluster(pulumi.ComponentResource):
                 # node_config only shapes the removed default pool; GKE reports it back
                 # differently, and a change would force a new cluster.
                 ignore_changes=["nodeConfig"],
+                # Nodes (the default pool's, then every pool's: pools hang off the cluster) must
+                # start with the account and its roles in place, or they come up unable to
+                # write logs or pull images.
+                depends_on=[account, *roles],
             ),
         )
 
         self.name = cluster.name
         self.location = cluster.location
         self.cluster_id = cluster.id
-        self.node_service_account_email = account.email
+        self.node_service_account_email = pulumi.Output.from_input(node_email)
         self.workload_pool = pulumi.Output.from_input(workload_pool)
         self.kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(

@@ -51,7 +51,7 @@ class GvnicNetwork(pulumi.ComponentResource):
         subnet = gcp.compute.Subnetwork(
             f"{name}-sub",
             name=names.gvnic_subnet,
-            network=network.id,
+            network=network.name,  # by name: known during a first preview (see PrimaryNetwork)
             region=args.region,
             ip_cidr_range=str(args.cidr),
             log_config=FLOW_LOGS,
@@ -62,7 +62,7 @@ class GvnicNetwork(pulumi.ComponentResource):
         gcp.compute.Firewall(
             f"{name}-internal",
             name=names.gvnic_firewall,
-            network=network.id,
+            network=network.name,
             direction="INGRESS",
             priority=1000,
             source_ranges=[str(args.cidr)],

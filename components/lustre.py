@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from ipaddress import IPv4Network
 
 import pulumi
 import pulumi_gcp as gcp
@@ -43,7 +44,8 @@ class LustreArgs:
     throughput: int
     filesystem: str
     gke_support: bool
-    psa_prefix_length: int
+    psa_range: IPv4Network
+    """Private services access range for the Lustre servers: part of the address plan."""
     protect: bool
     labels: Mapping[str, str] = field(default_factory=dict)
 
@@ -65,7 +67,7 @@ class Lustre(pulumi.ComponentResource):
     filesystem: pulumi.Output[str]
     """Lustre file system name."""
     psa_range: pulumi.Output[str]
-    """CIDR Google allocated for the Lustre servers."""
+    """CIDR reserved for the Lustre servers (from the address plan, never chosen by Google)."""
     port: int
     """LNet port the firewall opens (988, or 6988 with GKE support)."""
 
@@ -82,7 +84,11 @@ class Lustre(pulumi.ComponentResource):
             project=args.project,
             purpose="VPC_PEERING",
             address_type="INTERNAL",
-            prefix_length=args.psa_prefix_length,
+            # The range is planned, not left to Google: Google looks only at this VPC and would
+            # not know that GPU nodes also route the gVNIC and RDMA ranges on their other NICs.
+            # Being ours, it is also known during a first preview, where policies check it.
+            address=str(args.psa_range.network_address),
+            prefix_length=args.psa_range.prefixlen,
             network=args.network_id,
             description="Managed Lustre private services access",
             opts=child,
@@ -97,7 +103,7 @@ class Lustre(pulumi.ComponentResource):
             deletion_policy="REMOVE_PEERING",
             opts=child,
         )
-        psa_range = pulumi.Output.concat(address.address, "/", str(args.psa_prefix_length))
+        psa_range = pulumi.Output.from_input(str(args.psa_range))
         self.port = lnet_port(args.gke_support)
         gcp.compute.Firewall(
             f"{name}-lnet",
@@ -106,7 +112,7 @@ class Lustre(pulumi.ComponentResource):
             network=args.network_id,
             direction="INGRESS",
             priority=1000,
-            source_ranges=[psa_range],
+            source_ranges=[str(args.psa_range)],
             allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(self.port)])],
             description=f"Managed Lustre LNet (tcp:{self.port}) from the private services range",
             opts=child,

@@ -22,6 +22,7 @@ FLOW_LOGS = gcp.compute.SubnetworkLogConfigArgs(
 class PrimaryNetworkArgs:
     """Inputs of the cluster VPC. Mirrors Cluster Toolkit's `modules/network/vpc` for net-0."""
 
+    project: str
     region: str
     names: Names
     primary_cidr: IPv4Network
@@ -36,11 +37,9 @@ class PrimaryNetwork(pulumi.ComponentResource):
     network_id: pulumi.Output[str]
     """`projects/<p>/global/networks/<name>`: the form Lustre and private services access take."""
     network_name: pulumi.Output[str]
-    """GCP name of the VPC."""
-    network_self_link: pulumi.Output[str]
-    """Self link of the VPC, for the cluster's `network`."""
-    subnet_self_link: pulumi.Output[str]
-    """Self link of the node subnet, for the cluster's `subnetwork`."""
+    """GCP name of the VPC (the cluster's `network`)."""
+    subnet_name: pulumi.Output[str]
+    """GCP name of the node subnet (the cluster's `subnetwork`)."""
     pods_range_name: pulumi.Output[str]
     """Secondary range the cluster allocates pod IPs from."""
     services_range_name: pulumi.Output[str]
@@ -62,10 +61,13 @@ class PrimaryNetwork(pulumi.ComponentResource):
             description="nemo-rl-gke cluster VPC",
             opts=child,
         )
+        # Other resources name the VPC by its name, never by its id or self link: the name is
+        # ours and known during a first `pulumi preview`, so policies can judge what refers to
+        # it (an id is computed by the cloud and unknown until the network exists).
         subnet = gcp.compute.Subnetwork(
             f"{name}-sub",
             name=names.primary_subnet,
-            network=network.id,
+            network=network.name,
             region=args.region,
             ip_cidr_range=str(args.primary_cidr),
             secondary_ip_ranges=[
@@ -85,7 +87,7 @@ class PrimaryNetwork(pulumi.ComponentResource):
         router = gcp.compute.Router(
             f"{name}-router",
             name=names.router,
-            network=network.id,
+            network=network.name,
             region=args.region,
             opts=child,
         )
@@ -117,7 +119,7 @@ class PrimaryNetwork(pulumi.ComponentResource):
         gcp.compute.Firewall(
             f"{name}-internal",
             name=names.primary_internal_firewall,
-            network=network.id,
+            network=network.name,
             direction="INGRESS",
             priority=1000,
             source_ranges=[str(args.primary_cidr), str(args.pods_cidr)],
@@ -130,18 +132,18 @@ class PrimaryNetwork(pulumi.ComponentResource):
             opts=child,
         )
 
-        self.network_id = network.id
+        self.network_id = pulumi.Output.concat(
+            "projects/", args.project, "/global/networks/", network.name
+        )
         self.network_name = network.name
-        self.network_self_link = network.self_link
-        self.subnet_self_link = subnet.self_link
+        self.subnet_name = subnet.name
         self.pods_range_name = pulumi.Output.from_input(names.pods_range)
         self.services_range_name = pulumi.Output.from_input(names.services_range)
         self.register_outputs(
             {
                 "network_id": self.network_id,
                 "network_name": self.network_name,
-                "network_self_link": self.network_self_link,
-                "subnet_self_link": self.subnet_self_link,
+                "subnet_name": self.subnet_name,
                 "pods_range_name": self.pods_range_name,
                 "services_range_name": self.services_range_name,
             }

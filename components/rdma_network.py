@@ -69,7 +69,7 @@ class RdmaNetwork(pulumi.ComponentResource):
             gcp.compute.Subnetwork(
                 f"{name}-sub-{index}",
                 name=args.names.rdma_subnet(index),
-                network=network.id,
+                network=network.name,  # by name: known during a first preview
                 region=args.region,
                 ip_cidr_range=str(cidr),
                 opts=child,

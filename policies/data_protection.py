@@ -8,7 +8,7 @@ from pulumi_policy import ResourceValidationArgs
 
 from policies.base import Config, resource_policy
 from policies.props import get_bool, get_map, get_str
-from policies.types import BUCKET, CLUSTER, LUSTRE, PERSISTENT_VOLUME
+from policies.resource_types import BUCKET, CLUSTER, LUSTRE, PERSISTENT_VOLUME
 
 LUSTRE_CSI = "lustre.csi.storage.gke.io"
 

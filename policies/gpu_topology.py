@@ -12,7 +12,7 @@ from planning.catalog import GPU_CATALOG, profile_for_accelerator
 from policies.base import Config, last_segment, of_type, resource_policy, stack_policy
 from policies.firewall import roce_network_names
 from policies.props import as_int, get_list, get_map, get_str
-from policies.types import NETWORK, NODE_POOL, SUBNETWORK
+from policies.resource_types import NETWORK, NODE_POOL, SUBNETWORK
 
 ROCE_ZONE = re.compile(r"networkProfiles/([a-z]+-[a-z]+[0-9]+-[a-z])-vpc-roce")
 ZONAL_ROCE_PROFILE = re.compile(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Final
 
+import yaml
 from pulumi_policy import EnforcementLevel, Policy
 
 from policies.data_protection import (
@@ -39,7 +41,13 @@ from policies.security import (
 )
 
 PACK_NAME: Final = "nemo-rl-gke-guardrails"
-PACK_VERSION: Final = "0.2.0"
+PACK_VERSION: Final[str] = str(
+    yaml.safe_load((Path(__file__).with_name("PulumiPolicy.yaml")).read_text(encoding="utf-8"))[
+        "version"
+    ]
+)
+"""The version the CLI reports for the pack: PulumiPolicy.yaml's (the Python analyzer itself
+always answers 0.0.1 and the CLI ignores that)."""
 PACK_ENFORCEMENT_LEVEL: Final = EnforcementLevel.ADVISORY
 """Level for a policy that sets none; every policy here sets its own."""
 

@@ -7,8 +7,10 @@ property is "not set", not a crash.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+
+from pulumi_policy.proxy import UnknownValueError
 
 
 def get_map(props: Mapping[str, Any] | None, *path: str) -> Mapping[str, Any]:
@@ -74,3 +76,23 @@ def region_of(location: str | None) -> str | None:
     if len(parts) == 3 and len(parts[2]) == 1:
         return "-".join(parts[:2])
     return location
+
+
+def has_key(props: Mapping[str, Any] | None, key: str) -> bool:
+    """Whether `key` is set, without reading its value (which may be unknown at preview)."""
+    return any(k == key for k in (props or {}))
+
+
+def known_items(value: Mapping[str, Any] | Sequence[Any]) -> Iterator[tuple[Any, Any]]:
+    """(key or index, value) pairs whose value is known; unknown ones are skipped.
+
+    Reading an unknown value raises UnknownValueError, which turns a whole policy advisory;
+    walks over a manifest use this to pass by values they do not need.
+    """
+    keys: list[Any] = list(value) if isinstance(value, Mapping) else list(range(len(value)))
+    for key in keys:
+        try:
+            item = value[key]
+        except UnknownValueError:
+            continue
+        yield key, item

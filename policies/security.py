@@ -17,8 +17,8 @@ from pulumi_policy import EnforcementLevel, PolicyResource, ResourceValidationAr
 
 from policies.base import Config, last_segment, of_type, resource_policy, stack_policy
 from policies.firewall import roce_network_names
-from policies.props import get_bool, get_list, get_map, get_str
-from policies.types import CLUSTER, NODE_POOL, POD_TEMPLATE_OWNERS, SUBNETWORK
+from policies.props import get_bool, get_list, get_map, get_str, has_key, known_items
+from policies.resource_types import CLUSTER, NODE_POOL, POD_TEMPLATE_OWNERS, SUBNETWORK
 
 DEFAULT_COMPUTE_SA = re.compile(r"^\d+-compute@developer\.gserviceaccount\.com$")
 
@@ -225,27 +225,33 @@ SENSITIVE_ENV = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|P
 
 
 def _containers(value: Any) -> Iterator[Mapping[str, Any]]:
-    """Every container (and init container) found anywhere under a manifest.
+    """Every container (and init container) found anywhere under a manifest's spec.
 
-    Props are read-only proxies: test for Mapping / Sequence, never dict / list.
+    Props are read-only proxies: test for Mapping / Sequence, never dict / list. During a
+    first preview many values are unknown (a namespace or claim name that another resource
+    computes); the walk steps around those, because reading one would make the whole policy
+    advisory. A container list that is itself unknown is read, so the policy says it could
+    not check rather than pass.
     """
     if isinstance(value, Mapping):
         for key in ("containers", "initContainers"):
             for container in get_list(value, key):
                 if isinstance(container, Mapping):
                     yield container
-        for child in value.values():
+        for _, child in known_items(value):
             yield from _containers(child)
     elif isinstance(value, Sequence) and not isinstance(value, str):
-        for item in value:
+        for _, item in known_items(value):
             yield from _containers(item)
 
 
 def _secrets_by_reference(args: ResourceValidationArgs, config: Config) -> Iterator[str]:
-    for container in _containers(args.props):
+    for container in _containers(get_map(args.props, "spec")):
         for env in get_list(container, "env"):
             name = get_str(env, "name") or ""
-            if SENSITIVE_ENV.search(name) and env.get("value") is not None:
+            # Presence of `value` is the violation; its content may be unknown, so only the
+            # keys are looked at.
+            if SENSITIVE_ENV.search(name) and has_key(env, "value"):
                 yield (
                     f"container {get_str(container, 'name')!r} sets {name} as a literal; read it"
                     " from a Secret (valueFrom.secretKeyRef) filled from a Pulumi secret"

@@ -11,7 +11,7 @@ import json
 import sys
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
@@ -49,6 +49,8 @@ class Result:
     summary: Summary
     policy_config_path: Path | None
     seconds: float
+    warnings: list[str] = field(default_factory=list)
+    """Policy-config entries the CLI accepts but that do nothing (likely typos)."""
 
     @property
     def mandatory(self) -> list[Violation]:
@@ -72,8 +74,13 @@ def preflight(
     project_dir: Path = REPO_ROOT,
     policy_config: Path | None = None,
     use_default_policy_config: bool = True,
+    known: bool = False,
 ) -> Result:
     """Load config, run the program under mocks, evaluate the policy pack.
+
+    By default values the cloud computes are unknown, as in a first `pulumi preview`, so a
+    policy that needs one reports "can't run ... during preview" here too. `known=True`
+    evaluates with every value known (what the policies see after `pulumi up`).
 
     Raises StackFileError / InvalidStackConfig / PolicyConfigError (exit 2) and
     ProgramError (exit 1).
@@ -86,6 +93,12 @@ def preflight(
     if policy_config is None and use_default_policy_config:
         policy_config = default_policy_config(project_dir, config.stack)
 
+    from preflight.pack_check import pack_shadowing
+
+    shadowing = pack_shadowing(project_dir / "policies")
+    if shadowing:
+        raise ProgramError(shadowing[0])
+
     from policies.pack import PACK_ENFORCEMENT_LEVEL, PACK_NAME, PACK_VERSION, POLICIES
 
     reconciled = reconcile_config(POLICIES, load_policy_config_file(policy_config))
@@ -95,6 +108,7 @@ def preflight(
         config,
         region=config.values.get("gcp:region", ""),
         zone=config.values.get(f"{project.name}:zone", ""),
+        preview=not known,
     )
     policies, violations = evaluate(
         run.records, POLICIES, reconciled, PACK_NAME, PACK_VERSION, PACK_ENFORCEMENT_LEVEL
@@ -106,6 +120,7 @@ def preflight(
         summary=summarize(run),
         policy_config_path=policy_config,
         seconds=time.perf_counter() - started,
+        warnings=list(reconciled.warnings),
     )
 
 
@@ -129,6 +144,12 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="also render the resource graph (components, resources, dependencies) as .svg/.png",
     )
+    parser.add_argument(
+        "--known",
+        action="store_true",
+        help="evaluate with every computed value known (as after `pulumi up`) instead of as a"
+        " new stack's first `pulumi preview`, where ids and addresses are unknown",
+    )
     parser.add_argument("--quiet", action="store_true", help="print only the result line")
     return parser
 
@@ -148,7 +169,7 @@ def main(
         stack_name_from_file(stack_file)
         if not stack_file.exists():
             raise StackFileError(f"no stack file {stack_file}")
-        result = preflight(stack_file, policy_config=args.policy_config)
+        result = preflight(stack_file, policy_config=args.policy_config, known=args.known)
     except (StackFileError, PolicyConfigError) as error:
         print(f"preflight: {error}", file=err)
         return EXIT_USAGE
@@ -163,6 +184,8 @@ def main(
         traceback.print_exc(file=err)
         return EXIT_VIOLATIONS
 
+    for warning in result.warnings:
+        print(f"preflight: warning: {warning}", file=err)
     if args.json is not None:
         args.json.write_text(json.dumps(result.as_json(), indent=2) + "\n", encoding="utf-8")
     if args.graph is not None:

@@ -14,7 +14,7 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from preflight.fake_cloud import FakeCloud
-from preflight.recorder import SECRET_MASK, Record, RecordingMonitor
+from preflight.recorder import SECRET_MASK, UNKNOWN_MASK, Record, RecordingMonitor
 from preflight.stackfiles import StackConfigValues
 
 
@@ -53,7 +53,18 @@ async def _resolve(value: Any) -> Export:
     output = pulumi.Output.from_input(value)
     resolved = await output.future(with_unknowns=True)
     secret = await output.is_secret()
-    return Export(value=resolved, secret=bool(secret))
+    return Export(value=_mask_unknowns(resolved), secret=bool(secret))
+
+
+def _mask_unknowns(value: Any) -> Any:
+    """Unknown values (during a preview) as the `[unknown]` the report prints."""
+    if isinstance(value, dict):
+        return {k: _mask_unknowns(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_unknowns(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return UNKNOWN_MASK
 
 
 def run_in_mocks(
@@ -98,9 +109,16 @@ def run_program(
     *,
     region: str = "",
     zone: str = "",
+    preview: bool = True,
 ) -> ProgramRun:
-    """Execute `main` once against FakeCloud; raise whatever the program raises."""
-    fake = FakeCloud(config.values.get("gcp:project", "fake-project"), region, zone)
+    """Execute `main` once against FakeCloud; raise whatever the program raises.
+
+    `preview` (the default) answers as a first `pulumi preview` of a new stack does: values
+    the cloud computes are unknown. `preview=False` makes every value known, as after `up`.
+    """
+    fake = FakeCloud(
+        config.values.get("gcp:project", "fake-project"), region, zone, preview=preview
+    )
     exports: dict[str, Export] = {}
 
     def program() -> None:
@@ -117,6 +135,7 @@ def run_program(
         values=config.values,
         secret_keys=config.secret_keys,
         fake=fake,
+        preview=preview,
     )
     _check_default_providers(records, config.disabled_default_providers)
     return ProgramRun(project=project, stack=config.stack, records=records, exports=exports)

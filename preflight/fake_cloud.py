@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pulumi
+from pulumi.runtime.rpc import UNKNOWN
 
 FAKE_PROJECT_NUMBER = "000000000000"
 FAKE_ENDPOINT = "203.0.113.10"
@@ -23,13 +24,45 @@ _COMPUTE = "https://www.googleapis.com/compute/v1/"
 Outputs = dict[str, Any]
 
 
-class FakeCloud(pulumi.runtime.Mocks):
-    """Mocks for every resource and invoke the program uses."""
+def preview_outputs(inputs: Outputs, computed: Outputs) -> Outputs:
+    """What a provider returns from a create during preview: inputs, computed values unknown."""
+    result: Outputs = {}
+    for key, value in computed.items():
+        given = inputs.get(key)
+        if key in inputs and given == value:
+            result[key] = value
+        elif isinstance(given, dict) and isinstance(value, dict):
+            result[key] = preview_outputs(given, value)
+        else:
+            result[key] = UNKNOWN
+    return result
 
-    def __init__(self, project: str, region: str, zone: str) -> None:
+
+class FakeCloud(pulumi.runtime.Mocks):
+    """Mocks for every resource and invoke the program uses.
+
+    `compute_outputs` is also what the engine test bed's GCP stand-in provider returns from
+    `create`; it passes the local control plane's address and CA as `endpoint` / `ca`.
+    """
+
+    def __init__(
+        self,
+        project: str,
+        region: str,
+        zone: str,
+        *,
+        endpoint: str = FAKE_ENDPOINT,
+        ca: str = FAKE_CA,
+        preview: bool = False,
+    ) -> None:
         self.project = project
         self.region = region
         self.zone = zone
+        self.endpoint = endpoint
+        self.ca = ca
+        self.preview = preview
+        """Answer as a first `pulumi preview` does: computed values (and every output of a
+        Kubernetes resource, whose provider's kubeconfig is not known yet) are unknown."""
         self._computers: dict[str, Callable[[str, Outputs], str]] = {
             "gcp:compute/network:Network": self._network,
             "gcp:compute/subnetwork:Subnetwork": self._subnetwork,
@@ -43,6 +76,8 @@ class FakeCloud(pulumi.runtime.Mocks):
             "gcp:lustre/instance:Instance": self._lustre,
             "gcp:storage/bucket:Bucket": self._bucket,
             "gcp:servicenetworking/connection:Connection": self._psa_connection,
+            "gcp:projects/iAMMember:IAMMember": self._project_iam_member,
+            "gcp:storage/bucketIAMMember:BucketIAMMember": self._bucket_iam_member,
         }
 
     # --- pulumi.runtime.Mocks ---------------------------------------------------------
@@ -52,19 +87,34 @@ class FakeCloud(pulumi.runtime.Mocks):
     ) -> tuple[str | None, dict[Any, Any]]:
         """Echo the inputs, then add the outputs the provider would compute."""
         outputs: Outputs = dict(args.inputs)
-        compute = self._computers.get(args.typ)
-        if compute is not None:
-            return compute(args.name, outputs), outputs
+        resource_id = self.compute_outputs(args.typ, args.name, outputs)
+        if not self.preview:
+            return resource_id, outputs
         if args.typ.startswith("kubernetes:"):
-            return self._kubernetes(args.name, outputs), outputs
-        return f"fake-id-{args.name}", outputs
+            # The engine hands back no state for a resource whose provider's configuration
+            # is unknown (pkg/resource/plugin/provider_plugin.go, Create during preview).
+            return "", {}
+        return "", preview_outputs(dict(args.inputs), outputs)
+
+    def compute_outputs(self, typ: str, name: str, outputs: Outputs) -> str:
+        """Add the outputs a create of `typ` computes to `outputs` (inputs); return the id."""
+        compute = self._computers.get(typ)
+        if compute is not None:
+            return compute(name, outputs)
+        if typ.startswith("kubernetes:"):
+            return self._kubernetes(name, outputs)
+        return f"fake-id-{name}"
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[Any, Any]:  # type: ignore[override]
         """Answer the invokes the program makes."""
-        if args.token == "gcp:organizations/getProject:getProject":  # noqa: S105 - a token name
-            project = args.args.get("projectId") or self.project
+        return self.call_result(args.token, dict(args.args))
+
+    def call_result(self, token: str, args: dict[str, Any]) -> dict[str, Any]:
+        """What an invoke returns (the fields the program reads)."""
+        if token == "gcp:organizations/getProject:getProject":  # noqa: S105 - a token name
+            project = args.get("projectId") or self.project
             return {"projectId": project, "number": FAKE_PROJECT_NUMBER, "name": project}
-        if args.token == "gcp:organizations/getClientConfig:getClientConfig":  # noqa: S105
+        if token == "gcp:organizations/getClientConfig:getClientConfig":  # noqa: S105
             return {
                 "project": self.project,
                 "region": self.region,
@@ -125,8 +175,12 @@ class FakeCloud(pulumi.runtime.Mocks):
     def _cluster(self, name: str, outputs: Outputs) -> str:
         gcp_name = self._named(name, outputs)
         location = outputs.get("location") or self.region
-        outputs["endpoint"] = FAKE_ENDPOINT
-        outputs["masterAuth"] = {"clusterCaCertificate": FAKE_CA}
+        outputs["endpoint"] = self.endpoint
+        master_auth = outputs.get("masterAuth")
+        outputs["masterAuth"] = {
+            **(master_auth if isinstance(master_auth, dict) else {}),
+            "clusterCaCertificate": self.ca,
+        }
         outputs.setdefault("masterVersion", "1.35.0-gke.0")
         outputs["selfLink"] = (
             f"https://container.googleapis.com/v1/projects/{self.project}/locations/{location}"
@@ -162,6 +216,14 @@ class FakeCloud(pulumi.runtime.Mocks):
         outputs["url"] = f"gs://{bucket}"
         outputs["selfLink"] = f"https://www.googleapis.com/storage/v1/b/{bucket}"
         return bucket
+
+    def _project_iam_member(self, name: str, outputs: Outputs) -> str:
+        outputs["etag"] = "BwYFAKEFAKE="
+        return f"{outputs.get('project')}/{outputs.get('role')}/{outputs.get('member')}"
+
+    def _bucket_iam_member(self, name: str, outputs: Outputs) -> str:
+        outputs["etag"] = "CAE="
+        return f"b/{outputs.get('bucket')}/{outputs.get('role')}/{outputs.get('member')}"
 
     def _kubernetes(self, name: str, outputs: Outputs) -> str:
         metadata = outputs.get("metadata")

@@ -59,29 +59,52 @@ class Violation:
 
 @dataclass(frozen=True)
 class PolicyConfig:
-    """Reconciled config: per-policy properties and levels."""
+    """Reconciled config: per-policy properties and levels, plus what the CLI lets pass."""
 
     properties: dict[str, dict[str, Any]]
     levels: dict[str, EnforcementLevel]
+    warnings: tuple[str, ...] = ()
+    """Entries the CLI accepts silently but that are almost certainly mistakes."""
 
 
 def load_policy_config_file(path: Path | None) -> dict[str, Any]:
-    """Read a `--policy-pack-config` JSON file (absent file -> empty config)."""
+    """Read a `--policy-pack-config` file as the CLI does (`resource/analyzer/config.go`).
+
+    Empty content is no config; a numeric `version` marks a version-2 file whose policies sit
+    under `policies`; an `environments` key names ESC environments, not a policy.
+    """
     if path is None:
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise PolicyConfigError(f"cannot read policy config {path}: {err.strerror}") from None
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as err:
         raise PolicyConfigError(f"policy config {path} is not valid JSON: {err}") from None
     if not isinstance(data, dict):
         raise PolicyConfigError(f"policy config {path} must be a JSON object")
+    version = data.get("version")
+    if isinstance(version, int | float) and not isinstance(version, bool):
+        if version != 2:
+            raise PolicyConfigError(f'policy config {path}: "version" must be 2')
+        policies = data.get("policies") or {}
+        if not isinstance(policies, dict):
+            raise PolicyConfigError(f'policy config {path}: "policies" must be an object')
+        return dict(policies)
+    environments = data.pop("environments", None)
+    if environments is not None and not (
+        isinstance(environments, list) and all(isinstance(e, str) for e in environments)
+    ):
+        raise PolicyConfigError(f'policy config {path}: "environments" must be an array of strings')
     return data
 
 
 def _level(value: Any, where: str) -> EnforcementLevel:
-    level = _LEVELS.get(str(value))
+    level = _LEVELS.get(str(value)) if isinstance(value, str) else None
     if level is None:
         raise PolicyConfigError(
             f"{where}: enforcement level {value!r} is not one of {', '.join(sorted(_LEVELS))}"
@@ -90,39 +113,58 @@ def _level(value: Any, where: str) -> EnforcementLevel:
 
 
 def reconcile_config(policies: Sequence[Policy], raw: dict[str, Any]) -> PolicyConfig:
-    """Apply schema defaults, then the file; validate like the CLI does."""
+    """The CLI's ReconcilePolicyPackConfig: schema defaults, then the file, then validation.
+
+    Like the CLI, a name that is no policy of the pack and a property a schema does not
+    declare are accepted (the schema is checked with its properties and required list only);
+    both are reported as warnings, since they usually are typos that silently do nothing.
+    """
     known = {p.name for p in policies}
-    for key in raw:
-        if key != "all" and key not in known:
-            raise PolicyConfigError(
-                f"policy config names unknown policy {key!r}; known: {', '.join(sorted(known))}"
+    warnings: list[str] = []
+    parsed: dict[str, tuple[EnforcementLevel | None, dict[str, Any]]] = {}
+    for key, value in raw.items():
+        if isinstance(value, str):
+            parsed[key] = (_level(value, key), {})
+        elif isinstance(value, dict):
+            entry = dict(value)
+            level = (
+                _level(entry.pop("enforcementLevel"), key) if "enforcementLevel" in entry else None
             )
-    all_level = raw.get("all")
-    if isinstance(all_level, dict):
-        all_level = all_level.get("enforcementLevel")
+            parsed[key] = (level, entry)
+        else:
+            raise PolicyConfigError(
+                f"policy config {key!r}: {value!r} is not a valid value; must be a string or object"
+            )
+        if key != "all" and key not in known:
+            warnings.append(
+                f"policy config names {key!r}, which is no policy of the pack (the CLI ignores"
+                f" it); known: {', '.join(sorted(known))}"
+            )
+    all_level = parsed.get("all", (None, {}))[0]
 
     properties: dict[str, dict[str, Any]] = {}
     levels: dict[str, EnforcementLevel] = {}
     for policy in policies:
-        entry = raw.get(policy.name)
         schema = policy.config_schema
         props: dict[str, Any] = {}
         if schema is not None:
             props = {k: v["default"] for k, v in schema.properties.items() if "default" in v}
-        level: Any = all_level
-        if isinstance(entry, str):
-            level = entry
-        elif isinstance(entry, dict):
-            level = entry.get("enforcementLevel", level)
-            props.update({k: v for k, v in entry.items() if k != "enforcementLevel"})
+        level, given = parsed.get(policy.name, (None, {}))
+        level = level or all_level
+        props.update(given)
         if level is not None:
-            levels[policy.name] = _level(level, policy.name)
+            levels[policy.name] = level
+        declared = set(schema.properties) if schema is not None else set()
+        extra = sorted(set(given) - declared)
+        if extra:
+            warnings.append(
+                f"policy config for {policy.name} sets {', '.join(extra)}, which its schema does"
+                " not declare (the CLI passes it on; the policy ignores it)"
+            )
         if schema is not None:
             _validate(policy.name, props, schema.properties, schema.required or [])
-        elif props:
-            raise PolicyConfigError(f"{policy.name} takes no configuration, got {sorted(props)}")
         properties[policy.name] = props
-    return PolicyConfig(properties, levels)
+    return PolicyConfig(properties, levels, tuple(warnings))
 
 
 def _validate(
@@ -130,12 +172,12 @@ def _validate(
 ) -> None:
     import jsonschema  # only needed here; keeps preflight's start-up lean
 
-    full = {
-        "type": "object",
-        "properties": schema,
-        "required": required,
-        "additionalProperties": False,
-    }
+    # The CLI's convertSchema: type object, the properties and the required list, nothing more.
+    full: dict[str, Any] = {"type": "object"}
+    if schema:
+        full["properties"] = schema
+    if required:
+        full["required"] = required
     try:
         jsonschema.validate(props, full)
     except jsonschema.ValidationError as err:

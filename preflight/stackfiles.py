@@ -19,12 +19,6 @@ SECRET_PLACEHOLDER = "preflight-placeholder-secret"  # noqa: S105 - a fake
 """Value given to every `secure:` key; tests grep outputs for it to prove nothing leaks."""
 
 _STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[A-Za-z0-9_.-]+)\.ya?ml$")
-_SCHEMA_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "boolean": (bool,),
-    "integer": (int,),
-    "array": (list,),
-}
 
 
 class StackFileError(Exception):
@@ -113,7 +107,13 @@ def _replace_secure(value: Any) -> tuple[Any, bool]:
 
 
 def read_stack(project: ProjectFile, stack_file: Path) -> StackConfigValues:
-    """Merge project defaults and the stack file into the engine's config map."""
+    """Merge project defaults and the stack file into the engine's config map.
+
+    Fails (StackFileError) exactly where the CLI's own checks stop a preview before the
+    program runs (`pkg/workspace/config.go`): a declared key of the project's namespace with
+    no default that the stack does not set, a `secret: true` key given in plain text, and a
+    value that does not match its declared type.
+    """
     stack = stack_name_from_file(stack_file)
     data = _load_yaml(stack_file)
     if data is None:
@@ -126,31 +126,54 @@ def read_stack(project: ProjectFile, stack_file: Path) -> StackConfigValues:
 
     values: dict[str, str] = {}
     secret_keys: list[str] = []
-    schemas: dict[str, dict[str, Any]] = {}
-
-    for key, decl in project.config.items():
-        full = _full_key(project.name, str(key))
-        if isinstance(decl, dict) and "type" in decl:
-            schemas[full] = decl
-            if "default" in decl:
-                values[full] = _encode(decl["default"])
-        elif isinstance(decl, dict) and "value" in decl:
-            values[full] = _encode(decl["value"])
-        elif not isinstance(decl, dict):
-            values[full] = _encode(decl)
-
+    given: dict[str, tuple[Any, bool]] = {}
     for key, raw in stack_config.items():
         full = str(key)
         if ":" not in full:
             raise StackFileError(
                 f"{stack_file.name}: key {full!r} needs a namespace, e.g. {project.name}:{full}"
             )
+        given[full] = (raw, isinstance(raw, dict) and set(raw) == {"secure"})
+
+    missing: list[str] = []
+    for key, decl in project.config.items():
+        full = _full_key(project.name, str(key))
+        declared = decl if isinstance(decl, dict) else {"value": decl}
+        if full in given:
+            raw, secure = given[full]
+            if declared.get("secret") is True and not secure:
+                raise StackFileError(
+                    f"{stack_file.name}: {full} is declared secret in Pulumi.yaml but is set in"
+                    f" plain text (the CLI refuses it: must be encrypted). Fix: pulumi config set"
+                    f" --secret {full} VALUE -s {stack}"
+                )
+            if "type" in declared and not secure:
+                _check_type(stack_file.name, stack, full, raw, declared)
+            continue
+        if "default" in declared:
+            values[full] = _encode(declared["default"])
+        elif "value" in declared:
+            values[full] = _encode(declared["value"])
+        elif full.split(":", 1)[0] == project.name:
+            missing.append(full)
+    if missing:
+        listed = ", ".join(missing)
+        raise StackFileError(
+            f"{stack_file.name}: missing configuration value{'s' if len(missing) > 1 else ''}"
+            f" {listed} (declared in Pulumi.yaml without a default; the CLI stops before the"
+            f" program runs). Fix: pulumi config set {missing[0]} VALUE -s {stack}"
+            " (structured keys: --path, see Pulumi.yaml)"
+        )
+
+    for full, (raw, _) in given.items():
         value, secret = _replace_secure(raw)
-        schema = schemas.get(full)
-        if schema is not None and not secret:
-            _check_type(stack_file.name, full, value, schema)
         values[full] = _encode(value)
-        if secret or (schema is not None and schema.get("secret") is True):
+        decl = (
+            project.config.get(full.split(":", 1)[1])
+            if full.startswith(f"{project.name}:")
+            else None
+        )
+        if secret or (isinstance(decl, dict) and decl.get("secret") is True):
             secret_keys.append(full)
 
     disabled = values.get("pulumi:disable-default-providers")
@@ -161,18 +184,47 @@ def read_stack(project: ProjectFile, stack_file: Path) -> StackConfigValues:
     return StackConfigValues(stack, values, sorted(secret_keys), disabled_list)
 
 
-def _check_type(file: str, key: str, value: Any, schema: dict[str, Any]) -> None:
+def _cli_content(value: Any) -> Any:
+    """What the CLI type-checks: a scalar as the text the stack file stores, else the structure."""
+    if isinstance(value, dict | list):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def _matches(expected: str, items: Any, content: Any) -> bool:
+    """`workspace.ValidateConfigValue` of the Pulumi SDK, on the stack file's content."""
+    if expected == "string":
+        return isinstance(content, str)
+    if expected == "integer":
+        if isinstance(content, bool):
+            return False
+        if isinstance(content, int | float):
+            return float(content).is_integer()
+        return isinstance(content, str) and re.fullmatch(r"[+-]?[0-9]+", content) is not None
+    if expected == "boolean":
+        return content in ("true", "false") or isinstance(content, bool)
+    if expected == "object":
+        return isinstance(content, dict)
+    if not isinstance(content, list) or not isinstance(items, dict):
+        return False
+    return all(_matches(str(items.get("type")), items.get("items"), item) for item in content)
+
+
+def _check_type(file: str, stack: str, key: str, value: Any, schema: dict[str, Any]) -> None:
     expected = str(schema.get("type"))
-    allowed = _SCHEMA_TYPES.get(expected)
-    if allowed is None:
-        return
-    ok = isinstance(value, allowed) and not (expected == "integer" and isinstance(value, bool))
-    if isinstance(value, str):
-        # `pulumi config set` writes scalars as strings; the CLI parses them against the type.
-        ok = ok or (expected == "boolean" and value in ("true", "false"))
-        ok = ok or (expected == "integer" and re.fullmatch(r"-?[0-9]+", value) is not None)
-    if not ok:
+    content = _cli_content(value)
+    if isinstance(content, list):
+        content = [_cli_content(v) if not isinstance(v, dict | list) else v for v in content]
+    if not _matches(expected, schema.get("items"), content):
+        article = "an" if expected[0] in "aeiou" else "a"
+        hint = (
+            f"write it as a YAML map in {file}"
+            if expected == "object"
+            else f"pulumi config set {key} VALUE -s {stack}"
+        )
         raise StackFileError(
-            f"{file}: {key} must be {'an' if expected[0] in 'aeiou' else 'a'} {expected}"
-            f" (Pulumi.yaml declares its type), got {value!r}"
+            f"{file}: {key} must be {article} {expected} (Pulumi.yaml declares its type),"
+            f" got {value!r}. Fix: {hint}"
         )

@@ -53,8 +53,8 @@ def build_gke(cfg: StackConfig, nets: Networks, labels: Mapping[str, str]) -> Gk
             region=cfg.region,
             name=cfg.names.cluster,
             node_service_account_id=cfg.names.node_service_account,
-            network=nets.primary.network_self_link,
-            subnetwork=nets.primary.subnet_self_link,
+            network=nets.primary.network_name,
+            subnetwork=nets.primary.subnet_name,
             pods_range_name=nets.primary.pods_range_name,
             services_range_name=nets.primary.services_range_name,
             release_channel=cfg.cluster.release_channel,
@@ -118,6 +118,15 @@ def build_gke(cfg: StackConfig, nets: Networks, labels: Mapping[str, str]) -> Gk
     k8s_provider = k8s.Provider(
         "gke-k8s",
         kubeconfig=cluster.kubeconfig,
+        # Which cluster this is, spelled from config. Without it the provider identifies the
+        # cluster by its kubeconfig, which is unknown during a first preview and changes with
+        # the endpoint or CA: every Kubernetes resource would be planned for replacement.
+        cluster_identifier=f"gke_{cfg.project}_{cfg.region}_{cfg.names.cluster}",
+        # When the cluster is gone (deleted outside Pulumi, or a failed first deploy), let
+        # `destroy` and `refresh` forget its objects instead of failing forever - but only on
+        # unprotected stacks: a production stack never drops state because its API server was
+        # briefly unreachable. The README's teardown turns protect off first, so this follows.
+        delete_unreachable=not cfg.protect,
         enable_server_side_apply=True,
         opts=pulumi.ResourceOptions(depends_on=[system_pool]),
     )

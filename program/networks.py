@@ -37,6 +37,7 @@ def build_networks(cfg: StackConfig) -> Networks:
     primary = PrimaryNetwork(
         "primary",
         PrimaryNetworkArgs(
+            project=cfg.project,
             region=cfg.region,
             names=cfg.names,
             primary_cidr=cfg.network.primary_cidr,

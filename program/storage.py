@@ -75,7 +75,7 @@ def build_cloud_storage(
                 throughput=cfg.lustre.throughput,
                 filesystem=cfg.lustre.filesystem,
                 gke_support=cfg.lustre.gke_support,
-                psa_prefix_length=cfg.lustre.psa_prefix_length,
+                psa_range=cfg.network.psa_cidr,
                 protect=cfg.protect,
                 labels=labels,
             ),

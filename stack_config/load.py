@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -25,8 +25,16 @@ from stack_config.models import SECRET_KEYS, StackConfig
 PROVIDER_KEYS = ("gcp:project", "gcp:region")
 
 
-def load_stack_config(values: Mapping[str, Any], stack: str) -> StackConfig:
-    """Validate the stack's configuration; raise InvalidStackConfig on the first problem."""
+def load_stack_config(
+    values: Mapping[str, Any], stack: str, secret_keys: Collection[str] = ()
+) -> StackConfig:
+    """Validate the stack's configuration; raise InvalidStackConfig on the first problem.
+
+    `secret_keys` are the full keys the engine marks secret (PULUMI_CONFIG_SECRET_KEYS). A
+    value for a secret setting that is not among them was written in plain text, and is
+    refused before anything else: unknown secrecy counts as plain text.
+    """
+    _refuse_plaintext_secrets(values, secret_keys, stack)
     raw: dict[str, Any] = {key: values[key] for key in PROVIDER_KEYS if values.get(key) is not None}
     prefix = f"{PROJECT}:"
     for key, value in values.items():
@@ -36,13 +44,29 @@ def load_stack_config(values: Mapping[str, Any], stack: str) -> StackConfig:
         if name in SECRET_KEYS:
             continue
         raw[name] = _decode(name, value)
-    raw.setdefault("name", default_base_name(stack))
+    if not raw.get("name"):  # Pulumi.yaml's default is "": derive the name from the stack
+        raw["name"] = default_base_name(stack)
     try:
         cfg = StackConfig.model_validate(raw)
     except ValidationError as err:
         raise _invalid(err, stack) from None
     _check_secrets(cfg, secret_keys_present(values), stack)
     return cfg
+
+
+def _refuse_plaintext_secrets(
+    values: Mapping[str, Any], secret_keys: Collection[str], stack: str
+) -> None:
+    """A token in plain text sits in git: stop, naming the key (never the value)."""
+    for key in SECRET_KEYS:
+        full = f"{PROJECT}:{key}"
+        if values.get(full) not in (None, "") and full not in secret_keys:
+            raise InvalidStackConfig(
+                full,
+                f"is set in plain text in Pulumi.{stack}.yaml; it must be a Pulumi secret",
+                f"pulumi config set --secret {full} VALUE -s {stack} (this replaces the plain"
+                " value with an encrypted one; also revoke the exposed token, git keeps it)",
+            )
 
 
 def _check_secrets(cfg: StackConfig, present: Mapping[str, bool], stack: str) -> None:

@@ -248,6 +248,12 @@ class NetworkConfig(_Model):
         description="One subnet per RDMA NIC; default: consecutive /24s after gvnicCidr"
         " (192.168.1.0/24 ... 192.168.8.0/24), none for GPUs without RDMA.",
     )
+    psa_cidr: Cidr = Field(
+        IPv4Network("172.16.0.0/20"),
+        description="Private services access range reserved for the Managed Lustre servers"
+        " (a /16 to /24; Google's Lustre examples use a /20). Outside 192.168.0.0/16, which GPU"
+        " nodes route on their gVNIC and RDMA NICs.",
+    )
     mtu: int = Field(
         8896,
         ge=1300,
@@ -259,6 +265,17 @@ class NetworkConfig(_Model):
         default_factory=list,
         description="CIDRs allowed to reach the control plane (list of {name, cidr}).",
     )
+
+    @field_validator("psa_cidr")
+    @classmethod
+    def _psa_size(cls, value: IPv4Network) -> IPv4Network:
+        if not 16 <= value.prefixlen <= 24:
+            raise ConfigProblem(
+                (),
+                f"{value} is a /{value.prefixlen}; a private services range is a /16 to a /24",
+                "use e.g. 172.16.0.0/20",
+            )
+        return value
 
     @field_validator("authorized_networks")
     @classmethod
@@ -294,13 +311,6 @@ class LustreConfig(_Model):
         "lustrefs",
         pattern=r"^[A-Za-z0-9]{1,8}$",
         description="Lustre file system name: 1-8 letters or digits.",
-    )
-    psa_prefix_length: int = Field(
-        20,
-        ge=16,
-        le=24,
-        description="Prefix length of the private services access range Google allocates for"
-        " the Lustre servers (S5 uses /20).",
     )
 
     @model_validator(mode="after")
@@ -614,13 +624,16 @@ class StackConfig(_Model):
             "gvnicCidr": self.network.gvnic_cidr,
         }
         ranges.update({f"rdmaCidrs[{i}]": net for i, net in enumerate(rdma)})
+        if self.lustre.enabled:
+            ranges["psaCidr"] = self.network.psa_cidr
         for first, second in overlaps(ranges):
             if first.startswith("rdmaCidrs") and second.startswith("rdmaCidrs"):
                 continue  # exact duplicates reported above; partial overlaps fall through below
             yield ConfigProblem(
                 ("network", second),
                 f"{ranges[second]} overlaps network.{first} ({ranges[first]})",
-                "choose non-overlapping ranges for primary, pods, services, gVNIC and RDMA",
+                "choose non-overlapping ranges for primary, pods, services, gVNIC, RDMA and the"
+                " Lustre private services range",
             )
         for i, net in enumerate(rdma):
             for j in range(i + 1, len(rdma)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -22,6 +23,11 @@ def current_config_values() -> dict[str, Any]:
     values: dict[str, Any] = dict(runtime_config.get_config_env())
     values.update(runtime_config.CONFIG.get())
     return values
+
+
+def current_secret_keys(values: Mapping[str, Any]) -> set[str]:
+    """The keys of `values` the engine passed as secrets (PULUMI_CONFIG_SECRET_KEYS)."""
+    return {key for key in values if runtime_config.is_config_secret(key)}
 
 
 def secret_outputs() -> dict[str, pulumi.Output[str]]:

@@ -64,8 +64,15 @@ def run_stack(
     tmp_path: Path | None = None,
     config: Mapping[str, Any] | None = None,
     policy_config: Mapping[str, Any] | None = None,
+    *,
+    known: bool = True,
 ) -> Result:
-    """Preflight a committed stack, or a variant of it written to tmp_path."""
+    """Preflight a committed stack, or a variant of it written to tmp_path.
+
+    `known=True` (the default here) resolves every computed value, so tests can assert on
+    the inputs the program sends after the cloud answered; `known=False` is a first preview,
+    as `python -m preflight` runs by default.
+    """
     stack_file = REPO / f"Pulumi.{stack}.yaml"
     policy_path = None
     if config is not None or policy_config is not None:
@@ -75,7 +82,7 @@ def run_stack(
     if policy_config is not None and tmp_path is not None:
         policy_path = tmp_path / "policy.json"
         policy_path.write_text(json.dumps(policy_config))
-    return preflight(stack_file, project_dir=REPO, policy_config=policy_path)
+    return preflight(stack_file, project_dir=REPO, policy_config=policy_path, known=known)
 
 
 def by_name(result: Result) -> dict[str, Record]:

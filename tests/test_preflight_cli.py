@@ -120,10 +120,29 @@ def test_bad_policy_config_exits_2(tmp_path: Path) -> None:
     code, _, err = run_cli("--stack", "dev", "--policy-config", str(cfg))
     assert code == 2
     assert "gpu-quota.quotas.NVIDIA_B200_GPUS" in err
-    cfg.write_text(json.dumps({"no-such-policy": "mandatory"}))
+    cfg.write_text(json.dumps({"gpu-quota": "strict"}))
     code, _, err = run_cli("--stack", "dev", "--policy-config", str(cfg))
     assert code == 2
-    assert "unknown policy 'no-such-policy'" in err
+    assert "'strict' is not one of" in err
+
+
+def test_policy_config_is_read_like_the_cli(tmp_path: Path) -> None:
+    # resource/analyzer/config.go: a name that is no policy and a property no schema declares
+    # pass silently through the CLI (the schema has no additionalProperties: false); preflight
+    # accepts them too, and warns, because they are typos that do nothing.
+    cfg = tmp_path / "p.json"
+    config = dev_policy_config(**{"no-such-policy": "mandatory"})
+    config["gpu-quota"] = {**config["gpu-quota"], "quota": 4}
+    cfg.write_text(json.dumps(config))
+    code, _, err = run_cli("--stack", "dev", "--policy-config", str(cfg))
+    assert code == 0
+    assert "'no-such-policy', which is no policy of the pack" in err
+    assert "gpu-quota sets quota, which its schema does not declare" in err
+    # A version-2 file nests the policies; an empty file is no config at all.
+    cfg.write_text(json.dumps({"version": 2, "policies": dev_policy_config()}))
+    assert run_cli("--stack", "dev", "--policy-config", str(cfg))[0] == 0
+    cfg.write_text(json.dumps({"version": 3, "policies": {}}))
+    assert run_cli("--stack", "dev", "--policy-config", str(cfg))[0] == 2
 
 
 def test_secure_values_never_reach_output(tmp_path: Path) -> None:
@@ -134,6 +153,17 @@ def test_secure_values_never_reach_output(tmp_path: Path) -> None:
     assert code == 0
     for text in (out, err, report.read_text()):
         assert SECRET_PLACEHOLDER not in text
+
+
+def test_plaintext_token_in_a_stack_file_exits_2_naming_the_key(tmp_path: Path) -> None:
+    config = variant("dev", {"nemo-rl-gke:hfToken": "hf_plaintext_token_1234"})
+    path = write_stack(tmp_path, "dev", config)
+    code, out, err = run_cli("--stack-file", str(path))
+    assert code == 2
+    assert err.count("\n") == 1, err  # one line
+    assert "nemo-rl-gke:hfToken" in err
+    assert "pulumi config set --secret" in err
+    assert "hf_plaintext_token_1234" not in out + err
 
 
 def test_module_entry_point_runs_as_a_process() -> None:

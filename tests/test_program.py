@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from preflight.cli import Result
-from tests.harness import by_name, children, run_stack, variant
+from preflight.stackfiles import read_project, read_stack
+from stack_config import load_stack_config
+from tests.harness import REPO, by_name, children, run_stack, variant
 
 NETWORK_TYPES = {
     "nemo:network:PrimaryNetwork",
@@ -132,6 +134,23 @@ def test_every_kubernetes_resource_uses_the_cluster_provider(stack: str) -> None
     kube = [r for r in result.run.records if r.type.startswith("kubernetes:")]
     assert all(r.provider == provider.urn for r in kube)
     assert provider.inputs["kubeconfig"] == "[secret]"
+
+
+@pytest.mark.parametrize(("stack", "forget_unreachable"), [("dev", True), ("b200", False)])
+def test_kubernetes_provider_names_its_cluster_from_config(
+    stack: str, forget_unreachable: bool
+) -> None:
+    """An unknown (first preview) or rotated kubeconfig must not replace every Kubernetes
+    object: the provider is identified by a name known before the cluster exists."""
+    preview = by_name(run_stack(stack, known=False))["gke-k8s"].inputs
+    assert preview["kubeconfig"] == "[secret]"  # unknown and secret during a first preview
+    values = read_stack(read_project(REPO), REPO / f"Pulumi.{stack}.yaml").values
+    cfg = load_stack_config(values, stack)
+    assert preview["clusterIdentifier"] == f"gke_{cfg.project}_{cfg.region}_{cfg.names.cluster}"
+    # Production never drops the state of a briefly unreachable cluster; dev (or a stack whose
+    # protect was turned off for teardown) may forget the objects of a cluster that is gone.
+    assert preview["deleteUnreachable"] == str(forget_unreachable).lower()  # provider config: text
+    assert cfg.protect is not forget_unreachable
 
 
 def test_cluster_outputs(b200: Result) -> None:

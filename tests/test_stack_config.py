@@ -406,8 +406,24 @@ def test_more_problems_are_counted() -> None:
 def test_secrets_are_not_part_of_the_model() -> None:
     vals = values()
     vals["nemo-rl-gke:hfToken"] = "hf_not_a_real_token"
-    cfg = load_stack_config(vals, "b200")
+    cfg = load_stack_config(vals, "b200", secret_keys={"nemo-rl-gke:hfToken"})
     assert "hf_not_a_real_token" not in cfg.model_dump_json()
+
+
+@pytest.mark.parametrize("key", ["hfToken", "wandbApiKey"])
+def test_plaintext_secret_values_are_refused_without_echoing_them(key: str) -> None:
+    from stack_config.models import SECRET_KEYS
+
+    assert key in SECRET_KEYS
+    vals = values()
+    vals[f"nemo-rl-gke:{key}"] = "hf_plaintext_value_in_git"
+    with pytest.raises(InvalidStackConfig) as info:
+        load_stack_config(vals, "b200")  # not among the secret keys: written in plain text
+    message = str(info.value)
+    assert info.value.key == f"nemo-rl-gke:{key}"
+    assert "plain text" in message
+    assert f"pulumi config set --secret nemo-rl-gke:{key}" in message
+    assert "hf_plaintext_value_in_git" not in message
 
 
 def test_lustre_gke_support_allows_older_nodes_and_sets_the_legacy_port() -> None:

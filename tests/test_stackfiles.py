@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +26,39 @@ def write(tmp_path: Path, name: str, data: object) -> Path:
     return path
 
 
+REQUIRED = {"nemo-rl-gke:zone": "us-central1-b", "nemo-rl-gke:gpu": {"type": "l4", "nodes": 1}}
+"""The keys Pulumi.yaml declares without a default: every stack file must set them."""
+
+
 def test_project_defaults_then_stack_values(tmp_path: Path) -> None:
     project = read_project(REPO)
-    stack = write(tmp_path, "Pulumi.x.yaml", {"config": {"gcp:project": "p-123456"}})
+    stack = write(tmp_path, "Pulumi.x.yaml", {"config": {"gcp:project": "p-123456", **REQUIRED}})
     values = read_stack(project, stack).values
     assert values["nemo-rl-gke:protect"] == "true"  # Pulumi.yaml default
-    override = write(tmp_path, "Pulumi.y.yaml", {"config": {"nemo-rl-gke:protect": False}})
+    assert values["nemo-rl-gke:name"] == ""  # "" = nemo-rl-<stack>, resolved by the loader
+    assert values["nemo-rl-gke:network"] == "{}"  # object defaults travel as JSON
+    override = write(
+        tmp_path, "Pulumi.y.yaml", {"config": {"nemo-rl-gke:protect": False, **REQUIRED}}
+    )
     assert read_stack(project, override).values["nemo-rl-gke:protect"] == "false"
+
+
+def test_declared_keys_without_default_are_required_like_the_cli(tmp_path: Path) -> None:
+    # pkg/workspace/config.go: "Stack 'x' is missing configuration values ..." before the
+    # program runs, for keys of the project's namespace with neither default nor value.
+    project = read_project(REPO)
+    stack = write(tmp_path, "Pulumi.m.yaml", {"config": {"gcp:project": "p-123456"}})
+    with pytest.raises(StackFileError) as info:
+        read_stack(project, stack)
+    message = str(info.value)
+    assert "missing configuration values nemo-rl-gke:zone, nemo-rl-gke:gpu" in message
+    assert "pulumi config set nemo-rl-gke:zone VALUE -s m" in message
+    required = {
+        f"nemo-rl-gke:{key}"
+        for key, decl in yaml.safe_load((REPO / "Pulumi.yaml").read_text())["config"].items()
+        if "default" not in decl and "value" not in decl
+    }
+    assert required == set(REQUIRED)
 
 
 def test_objects_are_json_and_secure_values_become_placeholder_secrets(tmp_path: Path) -> None:
@@ -41,6 +68,7 @@ def test_objects_are_json_and_secure_values_become_placeholder_secrets(tmp_path:
         "Pulumi.s.yaml",
         {
             "config": {
+                **REQUIRED,
                 "nemo-rl-gke:gpu": {"type": "l4", "nodes": 1},
                 "nemo-rl-gke:hfToken": {"secure": "v1:AAAA"},
             }
@@ -50,15 +78,51 @@ def test_objects_are_json_and_secure_values_become_placeholder_secrets(tmp_path:
     assert json.loads(read.values["nemo-rl-gke:gpu"]) == {"type": "l4", "nodes": 1}
     assert read.values["nemo-rl-gke:hfToken"] == SECRET_PLACEHOLDER
     assert read.secret_keys == ["nemo-rl-gke:hfToken"]
+    plain = write(tmp_path, "Pulumi.p.yaml", {"config": {**REQUIRED, "nemo-rl-gke:hfToken": "x"}})
+    assert read_stack(project, plain).secret_keys == []  # the loader refuses it (exit 2)
 
 
-def test_schema_types_are_checked(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("key", "value", "ok"),
+    [
+        ("nemo-rl-gke:protect", "perhaps", False),
+        ("nemo-rl-gke:protect", "false", True),  # `pulumi config set` writes strings
+        ("nemo-rl-gke:protect", True, True),
+        ("nemo-rl-gke:gpu", "b200", False),  # object keys must be maps
+        ("nemo-rl-gke:network", ["10.0.0.0/20"], False),
+        ("nemo-rl-gke:labels", {"team": "rl"}, True),
+        ("nemo-rl-gke:zone", 5, True),  # any scalar is a string to the CLI
+        ("nemo-rl-gke:zone", {"a": 1}, False),
+    ],
+)
+def test_declared_types_are_checked_like_the_cli(
+    tmp_path: Path, key: str, value: object, ok: bool
+) -> None:
     project = read_project(REPO)
-    bad = write(tmp_path, "Pulumi.b.yaml", {"config": {"nemo-rl-gke:protect": "perhaps"}})
-    with pytest.raises(StackFileError, match="nemo-rl-gke:protect must be a boolean"):
-        read_stack(project, bad)
-    ok = write(tmp_path, "Pulumi.o.yaml", {"config": {"nemo-rl-gke:protect": "false"}})
-    assert read_stack(project, ok).values["nemo-rl-gke:protect"] == "false"
+    path = write(tmp_path, "Pulumi.t.yaml", {"config": {**REQUIRED, key: value}})
+    if ok:
+        read_stack(project, path)
+        return
+    with pytest.raises(StackFileError, match=f"{key} must be an? "):
+        read_stack(project, path)
+
+
+def test_a_declared_secret_key_in_plain_text_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "demo",
+                "runtime": "python",
+                "config": {"token": {"type": "string", "secret": True}},
+            }
+        )
+    )
+    project = read_project(tmp_path)
+    plain = write(tmp_path, "Pulumi.d.yaml", {"config": {"demo:token": "plain"}})
+    with pytest.raises(StackFileError, match="must be encrypted"):
+        read_stack(project, plain)
+    secure = write(tmp_path, "Pulumi.e.yaml", {"config": {"demo:token": {"secure": "v1:x"}}})
+    assert read_stack(project, secure).secret_keys == ["demo:token"]
 
 
 def test_unnamespaced_stack_key_is_rejected(tmp_path: Path) -> None:
@@ -85,18 +149,33 @@ def test_every_stack_sets_location_and_disables_default_kubernetes(stack: str) -
 
 
 def test_pulumi_yaml_documents_every_key() -> None:
-    """Every model field appears in Pulumi.yaml: typed schema or the template's description."""
+    """Every model field is declared (typed) in Pulumi.yaml and described in its template."""
     from stack_config.models import SECRET_KEYS, StackConfig
 
     project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
     template = project["template"]["config"]
+    declared = project["config"]
     assert project["runtime"]["options"]["toolchain"] == "uv"
+    assert "typechecker" not in project["runtime"]["options"]  # no cold mypy before each run
     for key in SECRET_KEYS:
-        assert project["config"][key]["secret"] is True
+        # Not declared: a declared key without default is required, and a secret key cannot
+        # have a default. The loader refuses plaintext values instead.
+        assert key not in declared
+        assert f"nemo-rl-gke:{key}" in template
+    kinds = {"string": str, "boolean": bool, "object": dict}
     for name, field in StackConfig.model_fields.items():
         key = field.alias or name
         full = key if ":" in key else f"nemo-rl-gke:{key}"
         assert full in template, f"{full} undocumented"
+        if ":" not in key:
+            assert key in declared, f"{key} is not declared under config: in Pulumi.yaml"
+            decl = declared[key]
+            expected = (
+                "object" if _nested_model(field) or field.annotation is dict[str, str] else None
+            )
+            assert decl["type"] == (expected or decl["type"])
+            if "default" in decl:
+                assert isinstance(decl["default"], kinds[decl["type"]])
         model = _nested_model(field)
         if model is None:
             continue
@@ -104,6 +183,18 @@ def test_pulumi_yaml_documents_every_key() -> None:
         for path, alias, sub_field in _fields(model):
             assert alias in text, f"{key}.{path} missing from Pulumi.yaml"
             assert sub_field.description, f"{key}.{path} needs a description"
+
+
+def test_every_secret_looking_setting_is_a_secret_key() -> None:
+    """A future token or key must join SECRET_KEYS, so plaintext values are refused for it."""
+    from stack_config.models import SECRET_KEYS
+
+    project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
+    looks_secret = re.compile(r"(token|apikey|password|secret|credential)", re.I)
+    for full in project["template"]["config"]:
+        namespace, key = full.split(":", 1)
+        if namespace == "nemo-rl-gke" and looks_secret.search(key):
+            assert key in SECRET_KEYS, f"{key} looks secret but is not in SECRET_KEYS"
 
 
 def _nested_model(field: Any) -> Any:

@@ -38,6 +38,7 @@ def test_primary_network_children_and_inputs() -> None:
         net = PrimaryNetwork(
             "primary",
             PrimaryNetworkArgs(
+                project="test-project",
                 region="us-central1",
                 names=NAMES,
                 primary_cidr=IPv4Network("10.0.0.0/20"),
@@ -68,7 +69,8 @@ def test_primary_network_children_and_inputs() -> None:
     assert net["mtu"] == 8896.0
 
     sub = records["primary-sub"].inputs
-    assert sub["network"] == "projects/test-project/global/networks/nrl-net"
+    # by name, never by id: known during a first preview, so policies can judge it
+    assert sub["network"] == "nrl-net"
     assert sub["region"] == "us-central1"
     assert sub["ipCidrRange"] == "10.0.0.0/20"
     assert sub["privateIpGoogleAccess"] is True
@@ -88,7 +90,8 @@ def test_primary_network_children_and_inputs() -> None:
             "sourceIpRangesToNats": ["ALL_IP_RANGES"],
         }
     ]
-    assert records["primary-router"].inputs["network"].endswith("/networks/nrl-net")
+    assert records["primary-router"].inputs["network"] == "nrl-net"
+    assert records["primary-internal"].inputs["network"] == "nrl-net"
 
     fw = records["primary-internal"].inputs
     assert fw["direction"] == "INGRESS"
@@ -116,7 +119,9 @@ def test_gvnic_network_matches_tutorial_step_3_1() -> None:
     sub = records["gvnic-sub"].inputs
     # tutorial-facts §3.1: subnet 192.168.0.0/24 in the region
     assert (sub["ipCidrRange"], sub["region"]) == ("192.168.0.0/24", "us-central1")
+    assert sub["network"] == "nrl-gvnic-net"
     fw = records["gvnic-internal"].inputs
+    assert fw["network"] == "nrl-gvnic-net"
     # §3.1 allows tcp/udp 0-65535 and icmp from 192.168.0.0/16; we narrow the source to the
     # subnet itself, which lies inside that /16.
     assert fw["allows"] == TCP_UDP_ICMP
@@ -146,6 +151,7 @@ def test_rdma_network_matches_tutorial_step_3_2_with_zonal_profile() -> None:
         assert sub["name"] == f"nrl-rdma-sub-{i}"
         assert sub["ipCidrRange"] == f"192.168.{i + 1}.0/24"  # §3.2: sub-N = 192.168.(N+1).0/24
         assert sub["region"] == "us-central1"
+        assert sub["network"] == "nrl-rdma-net"
     assert not any(r.type == "gcp:compute/firewall:Firewall" for r in records.values())
     assert out["subs"] == [f"nrl-rdma-sub-{i}" for i in range(8)]
     assert out["nets"] == [

@@ -7,6 +7,7 @@ range is free, or that the CSI drivers mount these volumes.
 
 from __future__ import annotations
 
+from ipaddress import IPv4Network
 from typing import Any
 
 import pulumi
@@ -45,7 +46,7 @@ def lustre_args(**changes: Any) -> LustreArgs:
         "throughput": 500,
         "filesystem": "lustrefs",
         "gke_support": False,
-        "psa_prefix_length": 20,
+        "psa_range": IPv4Network("172.16.0.0/20"),
         "protect": True,
         "labels": {"app": "nemo-rl-gke"},
     }
@@ -66,9 +67,10 @@ def test_lustre_instance_and_private_services_access() -> None:
     }
     psa = records["lustre-psa"].inputs
     # §9: gcloud compute addresses create ... --global --purpose=VPC_PEERING --prefix-length=20
-    assert (psa["purpose"], psa["addressType"], psa["prefixLength"]) == (
+    assert (psa["purpose"], psa["addressType"], psa["address"], psa["prefixLength"]) == (
         "VPC_PEERING",
         "INTERNAL",
+        "172.16.0.0",  # planned (network.psaCidr), never left to Google
         20.0,
     )
     assert psa["network"] == NET
@@ -96,8 +98,8 @@ def test_firewall_port_follows_gke_support(gke_support: bool, port: str) -> None
     records, _ = run_component(lambda: Lustre("lustre", lustre_args(gke_support=gke_support)).ip)
     fw = records["lustre-lnet"].inputs
     assert fw["allows"] == [{"protocol": "tcp", "ports": [port]}]
-    # only from the range Google allocated for the Lustre servers (fake address 192.0.2.0)
-    assert fw["sourceRanges"] == ["192.0.2.0/20"]
+    # only from the private services range reserved for the Lustre servers
+    assert fw["sourceRanges"] == ["172.16.0.0/20"]
     assert records["lustre-instance"].inputs["gkeSupportEnabled"] is gke_support
 
 

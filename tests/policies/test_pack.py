@@ -20,7 +20,7 @@ from policies import gpu_topology as topo
 from policies import quota
 from policies import security as sec
 from policies.pack import POLICIES
-from policies.types import (
+from policies.resource_types import (
     BUCKET,
     CLUSTER,
     FIREWALL,

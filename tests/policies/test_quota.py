@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from policies.quota import gpu_quota, metric_for
-from policies.types import NODE_POOL
+from policies.resource_types import NODE_POOL
 from tests.policies.helpers import UNKNOWN_VALUE, record, run
 
 

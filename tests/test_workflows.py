@@ -1,0 +1,47 @@
+"""The CI workflows deploy only what the policy pack has judged, on stacks they can find."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from tests.harness import REPO
+
+ACTION = "pulumi/actions@"
+
+
+def _workflow(name: str) -> dict[str, Any]:
+    data = yaml.safe_load((REPO / ".github" / "workflows" / name).read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def _pulumi_steps(job: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for s in job["steps"] if str(s.get("uses", "")).startswith(ACTION)]
+
+
+def test_up_is_preceded_by_a_preview_with_the_same_policy_pack() -> None:
+    """pulumi/actions' `up` runs `pulumi up --skip-preview`: stack policies would only run after
+    every resource exists. A preview with the same pack must come first in the same job."""
+    job = _workflow("preview.yml")["jobs"]["up"]
+    steps = _pulumi_steps(job)
+    commands = [s["with"]["command"] for s in steps]
+    assert commands == ["preview", "up"]
+    preview, up = (s["with"] for s in steps)
+    for key in ("stack-name", "cloud-url", "policyPacks", "policyPackConfigs"):
+        assert preview[key] == up[key], key
+    assert up["policyPacks"] == "policies"
+
+
+def test_every_pulumi_step_creates_or_selects_its_stack() -> None:
+    """Without `upsert: true` pulumi/actions only selects the stack, and fails when it is new."""
+    for job in _workflow("preview.yml")["jobs"].values():
+        for step in _pulumi_steps(job):
+            assert step["with"].get("upsert") is True, step["name"]
+
+
+def test_jobs_that_run_the_program_keep_the_lock() -> None:
+    """The uv toolchain syncs before the program and the pack; UV_FROZEN keeps uv.lock as is."""
+    for name, job in _workflow("preview.yml")["jobs"].items():
+        assert job["env"]["UV_FROZEN"] == "1", name

@@ -16,7 +16,8 @@ export UV_COMPILE_BYTECODE := 1
 # Never download a Python interpreter behind the user's back; use the system python3.
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: preflight preflight-all test lint fmt typecheck actionlint graph bench check clean
+.PHONY: preflight preflight-all test lint fmt typecheck actionlint graph bench check clean \
+	engine engine-test
 
 $(TOOLS)/bin/uv:
 	python3 -m venv $(TOOLS)
@@ -33,7 +34,17 @@ preflight-all: .venv/.synced
 	@for s in dev b200 h200; do $(RUN) python -m preflight --stack $$s --quiet || exit $$?; done
 
 test: .venv/.synced
-	$(RUN) pytest
+	$(RUN) pytest -m "not engine"
+
+# The real Pulumi engine, built from Go modules into ~/.cache/nemo-rl-gke (needs Go 1.26):
+# the CLI, the language host front end, the pulumi-kubernetes provider, and the GCP stand-in.
+# Writes .tools/engine/env; `source .tools/engine/env` to use it by hand.
+engine: .venv/.synced
+	$(RUN) python -m testbed.engine
+
+# Tests against the real engine (tests/engine); a missing engine fails instead of skipping.
+engine-test: engine
+	NEMO_RL_GKE_REQUIRE_ENGINE=1 $(RUN) pytest -m engine tests/engine
 
 lint: .venv/.synced
 	$(RUN) ruff format --check .

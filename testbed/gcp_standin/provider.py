@@ -1,0 +1,309 @@
+"""The test bed's stand-in for the `gcp` resource provider (pulumi-gcp 10.2.0).
+
+The real provider is bridged from a patched Terraform provider and cannot be built from the
+Go module proxy here, so the engine test bed installs this one under the same name and
+version. It speaks the real provider protocol (the Python SDK's provider server), and:
+
+- `Check` refuses inputs the real SDK's types refuse: unknown property names, wrong value
+  kinds, missing required inputs (`types_model`), like a provider's own `Check`;
+- `Create` returns the inputs plus what a real create computes (ids, self links, emails, a
+  cluster endpoint and CA, a Lustre mount point), from the same table preflight's mocks use;
+  during a preview those computed values are unknown, as they are with the real provider;
+- `Diff` compares old and new inputs (never outputs), so an unchanged program plans nothing;
+- the invokes the program makes (`getProject`, `getClientConfig`) are answered with every
+  field of the SDK's result type.
+
+It cannot prove that Google's APIs accept a request, which fields force a replacement, or
+that values are valid beyond their type (a malformed CIDR passes). Every call is written to
+stderr and to the log file named by NEMO_RL_GKE_STANDIN_LOG, each line starting
+"gcp stand-in".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import grpc
+import grpc.aio
+from pulumi.provider.experimental import provider as p
+from pulumi.provider.experimental.property_value import Computed, PropertyValue
+from pulumi.provider.experimental.server import ProviderServicer
+from pulumi.runtime import proto
+from pulumi.runtime._grpc_settings import _GRPC_CHANNEL_OPTIONS
+from pulumi.runtime.proto import provider_pb2_grpc
+
+from preflight.fake_cloud import FAKE_CA, FAKE_ENDPOINT, FakeCloud
+from testbed.gcp_standin import types_model
+
+VERSION = "10.2.0"
+"""The pulumi-gcp release this stands in for (the SDK's pulumi-plugin.json)."""
+
+PROVIDER_TYPE = "pulumi:providers:gcp"
+
+
+def log(message: str) -> None:
+    """One line to stderr and to the stand-in's log file."""
+    line = f"gcp stand-in: {message}"
+    print(line, file=sys.stderr, flush=True)
+    path = os.environ.get("NEMO_RL_GKE_STANDIN_LOG")
+    if path:
+        with Path(path).open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+"""How an unknown value looks in plain form (the engine's own sentinel string)."""
+
+
+def plain(value: PropertyValue) -> Any:
+    """A PropertyValue as plain Python (secrets unwrapped, unknowns as UNKNOWN)."""
+    inner = value.value
+    if isinstance(inner, Computed):
+        return UNKNOWN
+    if isinstance(inner, tuple | list):
+        return [plain(v) for v in inner]
+    if isinstance(inner, Mapping):
+        return {k: plain(v) for k, v in inner.items()}
+    return inner
+
+
+def wrap(value: Any, secret: bool = False) -> PropertyValue:
+    """Plain Python back into a PropertyValue."""
+    if isinstance(value, PropertyValue):
+        return value
+    if isinstance(value, bool) or value is None or isinstance(value, str | Computed):
+        return PropertyValue(value, is_secret=secret)
+    if isinstance(value, int | float):
+        return PropertyValue(float(value), is_secret=secret)
+    if isinstance(value, list | tuple):
+        return PropertyValue([wrap(v) for v in value], is_secret=secret)
+    if isinstance(value, Mapping):
+        return PropertyValue({str(k): wrap(v) for k, v in value.items()}, is_secret=secret)
+    raise TypeError(f"cannot wrap {type(value).__name__}")
+
+
+def marshalable(value: PropertyValue) -> PropertyValue:
+    """Unknowns as the wire sentinel: the SDK's PropertyValue.marshal cannot send Computed."""
+    inner = value.value
+    if isinstance(inner, Computed):
+        return PropertyValue(UNKNOWN, is_secret=value.is_secret)
+    if isinstance(inner, tuple | list):
+        return PropertyValue([marshalable(v) for v in inner], is_secret=value.is_secret)
+    if isinstance(inner, Mapping):
+        return PropertyValue(
+            {k: marshalable(v) for k, v in inner.items()}, is_secret=value.is_secret
+        )
+    return value
+
+
+def token_of(urn: str) -> str:
+    """The resource type of a URN (`...::parent$child::name` -> the child's type)."""
+    return urn.split("::")[2].rsplit("$", 1)[-1]
+
+
+def name_of(urn: str) -> str:
+    """The logical name of a URN."""
+    return urn.split("::", 3)[3]
+
+
+def _failures(found: list[types_model.Failure]) -> list[p.CheckFailure]:
+    return [p.CheckFailure(f.property, f.reason) for f in found]
+
+
+class GcpStandIn(p.Provider):
+    """Checks inputs against pulumi-gcp's types and plays the cloud's side of a create."""
+
+    def __init__(self) -> None:
+        self.project = ""
+        self.region = ""
+        self.zone = ""
+
+    def _cloud(self) -> FakeCloud:
+        ca_file = os.environ.get("NEMO_RL_GKE_STANDIN_CA_FILE")
+        ca = FAKE_CA
+        if ca_file:
+            import base64
+
+            ca = base64.b64encode(Path(ca_file).read_bytes()).decode()
+        return FakeCloud(
+            self.project,
+            self.region,
+            self.zone,
+            endpoint=os.environ.get("NEMO_RL_GKE_STANDIN_ENDPOINT", FAKE_ENDPOINT),
+            ca=ca,
+        )
+
+    async def check_config(self, request: p.CheckRequest) -> p.CheckResponse:
+        """Provider configuration against ProviderArgs."""
+        failures = types_model.check_provider_config(request.new_inputs)
+        log(f"CheckConfig {request.urn}: {len(failures)} failure(s)")
+        return p.CheckResponse(inputs=request.new_inputs, failures=_failures(failures))
+
+    async def diff_config(self, request: p.DiffRequest) -> p.DiffResponse:
+        """The default provider never needs replacing."""
+        return p.DiffResponse(changes=False)
+
+    async def configure(self, request: p.ConfigureRequest) -> p.ConfigureResponse:
+        """Remember the project, region and zone the stack configures."""
+        variables = request.variables
+        self.project = variables.get("gcp:config:project", "")
+        self.region = variables.get("gcp:config:region", "")
+        self.zone = variables.get("gcp:config:zone", "")
+        log(
+            "stand-in for pulumi-gcp 10.2.0 (not the real provider: no Google API is called)"
+            f" configured for project {self.project!r}, region {self.region!r}"
+        )
+        return p.ConfigureResponse(
+            accept_secrets=True, supports_preview=True, accept_resources=True, accept_outputs=False
+        )
+
+    async def check(self, request: p.CheckRequest) -> p.CheckResponse:
+        """Refuse what the SDK's types refuse."""
+        failures = types_model.check_resource(token_of(request.urn), request.new_inputs)
+        log(f"Check {token_of(request.urn)} {name_of(request.urn)!r}: {len(failures)} failure(s)")
+        for failure in failures:
+            log(f"  {failure.property}: {failure.reason}")
+        return p.CheckResponse(inputs=request.new_inputs, failures=_failures(failures))
+
+    def _computed(
+        self, token: str, name: str, inputs: Mapping[str, PropertyValue], preview: bool
+    ) -> tuple[str, dict[str, PropertyValue]]:
+        """Inputs echoed (secrets kept), plus the outputs a create computes."""
+        echoed = {k: plain(v) for k, v in inputs.items()}
+        computed = dict(echoed)
+        resource_id = self._cloud().compute_outputs(token, name, computed)
+        known_outputs = types_model.output_names(token)
+        outputs = {k: marshalable(v) for k, v in inputs.items()}
+        for key, value in computed.items():
+            if key in inputs and echoed.get(key) == value:
+                continue
+            if key not in known_outputs:
+                raise RuntimeError(f"stand-in bug: {token} has no output {key!r}")
+            outputs[key] = wrap(UNKNOWN if preview else value)
+        return ("" if preview else resource_id), outputs
+
+    async def create(self, request: p.CreateRequest) -> p.CreateResponse:
+        """Echo inputs and add computed outputs (unknown during a preview)."""
+        token, name = token_of(request.urn), name_of(request.urn)
+        resource_id, outputs = self._computed(token, name, request.properties, request.preview)
+        verb = "Preview of create" if request.preview else "Create"
+        log(f"{verb} {token} {name!r} -> {resource_id or '(unknown id)'}")
+        return p.CreateResponse(resource_id=resource_id or None, properties=outputs)
+
+    async def update(self, request: p.UpdateRequest) -> p.UpdateResponse:
+        """New inputs with the computed outputs kept."""
+        token, name = token_of(request.urn), name_of(request.urn)
+        _, outputs = self._computed(token, name, request.news, request.preview)
+        log(f"{'Preview of update' if request.preview else 'Update'} {token} {name!r}")
+        return p.UpdateResponse(properties=outputs)
+
+    async def delete(self, request: p.DeleteRequest) -> None:
+        """Nothing to delete: nothing was created."""
+        log(f"Delete {token_of(request.urn)} {name_of(request.urn)!r} ({request.resource_id})")
+
+    async def read(self, request: p.ReadRequest) -> p.ReadResponse:
+        """A refresh finds the resource exactly as it was created."""
+        log(f"Read {token_of(request.urn)} {name_of(request.urn)!r}")
+        return p.ReadResponse(
+            resource_id=request.resource_id, properties=request.properties, inputs=request.inputs
+        )
+
+    async def invoke(self, request: p.InvokeRequest) -> p.InvokeResponse:
+        """Answer getProject / getClientConfig with every field of the SDK's result type."""
+        failures = types_model.check_invoke(request.tok, request.args)
+        log(f"Invoke {request.tok}: {len(failures)} failure(s)")
+        if failures:
+            return p.InvokeResponse(failures=_failures(failures))
+        args = {k: plain(v) for k, v in request.args.items()}
+        result = self._answer(request.tok, args)
+        expected = types_model.result_names(types_model.function_signature(request.tok).result)
+        missing = expected - set(result)
+        extra = set(result) - expected
+        if missing or extra:
+            raise RuntimeError(f"stand-in bug: {request.tok} result differs: {missing=} {extra=}")
+        return p.InvokeResponse(return_value={k: wrap(v) for k, v in result.items()})
+
+    def _answer(self, token: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        cloud = self._cloud()
+        if token == "gcp:organizations/getProject:getProject":  # noqa: S105 - a token name
+            project = args.get("projectId") or self.project
+            mocked = cloud.call_result(token, {"projectId": project})
+            return {
+                "autoCreateNetwork": True,
+                "billingAccount": "000000-000000-000000",
+                "deletionPolicy": "PREVENT",
+                "effectiveLabels": {},
+                "folderId": "",
+                "id": f"projects/{project}",
+                "labels": {},
+                "name": mocked["name"],
+                "number": mocked["number"],
+                "orgId": "000000000000",
+                "projectId": project,
+                "pulumiLabels": {},
+                "tags": {},
+            }
+        if token == "gcp:organizations/getClientConfig:getClientConfig":  # noqa: S105
+            mocked = cloud.call_result(token, {})
+            return {k: mocked[k] for k in ("accessToken", "id", "project", "region", "zone")}
+        raise RuntimeError(f"the stand-in does not answer {token}")
+
+
+def _has_unknown(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_has_unknown(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_unknown(v) for v in value.values())
+    return bool(value == UNKNOWN)
+
+
+class _Servicer(ProviderServicer):
+    """The SDK's provider servicer, with a Diff that compares old inputs to new inputs."""
+
+    async def Diff(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC method
+        olds = PropertyValue.unmarshal_map(request.old_inputs)
+        news = PropertyValue.unmarshal_map(request.news)
+        null = PropertyValue(None)
+        changed = sorted(
+            key
+            for key in set(olds) | set(news)
+            if not key.startswith("__")
+            and (
+                _has_unknown(plain(news.get(key, null)))
+                or plain(olds.get(key, null)) != plain(news.get(key, null))
+            )
+        )
+        log(f"Diff {request.urn.rsplit('::', 1)[-1]}: {changed or 'no changes'}")
+        return proto.DiffResponse(
+            changes=proto.DiffResponse.DIFF_SOME if changed else proto.DiffResponse.DIFF_NONE,
+            diffs=changed,
+            detailedDiff={
+                key: proto.PropertyDiff(kind=proto.PropertyDiff.UPDATE, inputDiff=True)
+                for key in changed
+            },
+            hasDetailedDiff=True,
+        )
+
+
+def serve(engine_address: str) -> None:
+    """Serve the stand-in on a loopback port and print the port, as plugins do."""
+
+    async def run() -> None:
+        server = grpc.aio.server(options=_GRPC_CHANNEL_OPTIONS)
+        servicer = _Servicer([engine_address], VERSION, GcpStandIn(), engine_address)
+        provider_pb2_grpc.add_ResourceProviderServicer_to_server(servicer, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        log(f"serving on 127.0.0.1:{port}")
+        sys.stdout.write(f"{port}\n")  # the engine reads the port from the first line
+        sys.stdout.flush()
+        await server.wait_for_termination()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run())

@@ -1,0 +1,203 @@
+"""The engine test bed's stand-in GCP provider: what it refuses, and what it answers.
+
+It checks inputs against pulumi-gcp 10.2.0's own generated types (not a list of ours), so
+these tests use real resource tokens and the exact wire names the SDK declares.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi.provider.experimental import provider as p
+from pulumi.provider.experimental.property_value import Computed, PropertyValue
+
+from testbed.gcp_standin import types_model
+from testbed.gcp_standin.provider import UNKNOWN, GcpStandIn, plain, wrap
+
+REPO = Path(__file__).resolve().parents[2]
+NETWORK = "gcp:compute/network:Network"
+SUBNET = "gcp:compute/subnetwork:Subnetwork"
+CLUSTER = "gcp:container/cluster:Cluster"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+
+
+def urn(token: str, name: str) -> str:
+    return f"urn:pulumi:test::nemo-rl-gke::{token}::{name}"
+
+
+def props(value: Mapping[str, Any]) -> dict[str, PropertyValue]:
+    return {k: wrap(v) for k, v in value.items()}
+
+
+def check(token: str, inputs: Mapping[str, Any]) -> list[tuple[str, str]]:
+    response = asyncio.run(
+        GcpStandIn().check(p.CheckRequest(urn(token, "x"), {}, props(inputs), b""))
+    )
+    return [(f.property, f.reason) for f in response.failures or []]
+
+
+def test_every_program_resource_type_is_known_to_the_sdk() -> None:
+    tokens = types_model.known_tokens()
+    assert len(tokens) > 1000  # the SDK's own registry, not a hand-made list
+    for token in (NETWORK, SUBNET, CLUSTER, NODE_POOL, "gcp:lustre/instance:Instance"):
+        assert token in tokens
+
+
+def test_valid_inputs_pass() -> None:
+    assert check(SUBNET, {"network": "net", "ipCidrRange": "10.0.0.0/24", "region": "r"}) == []
+    assert (
+        check(
+            NODE_POOL,
+            {
+                "cluster": "c",
+                "nodeCount": 2.0,
+                "nodeConfig": {
+                    "machineType": "a4-highgpu-8g",
+                    "guestAccelerators": [{"type": "nvidia-b200", "count": 8.0}],
+                    "labels": {"a": "b"},
+                },
+            },
+        )
+        == []
+    )
+
+
+@pytest.mark.parametrize(
+    ("token", "inputs", "where", "reason"),
+    [
+        (SUBNET, {"ipCidrRange": "10.0.0.0/24"}, "network", "missing required property"),
+        (SUBNET, {"network": "n", "ipCidrRnage": "10.0.0.0/24"}, "ipCidrRnage", "unknown property"),
+        (SUBNET, {"network": "n", "ipCidrRange": 10.0}, "ipCidrRange", "expected a string"),
+        (NETWORK, {"mtu": "8896"}, "mtu", "expected an integer"),
+        (NETWORK, {"mtu": 88.5}, "mtu", "expected an integer"),
+        (
+            NETWORK,
+            {"autoCreateSubnetworks": "false"},
+            "autoCreateSubnetworks",
+            "expected a boolean",
+        ),
+        (
+            CLUSTER,
+            {"privateClusterConfig": {"enablePrivateNodes": True, "enablePrivateNode": True}},
+            "privateClusterConfig.enablePrivateNode",
+            "unknown property",
+        ),
+        (CLUSTER, {"nodeLocations": "us-central1-b"}, "nodeLocations", "expected a list"),
+        (CLUSTER, {"resourceLabels": ["a"]}, "resourceLabels", "expected a map"),
+        (
+            NODE_POOL,
+            {"cluster": "c", "nodeConfig": {"guestAccelerators": [{"count": 8.0}]}},
+            "nodeConfig.guestAccelerators[0].type",
+            "missing required property",
+        ),
+        ("gcp:compute/noSuch:Thing", {}, "", "defines no resource type"),
+    ],
+)
+def test_inputs_a_provider_refuses_are_refused(
+    token: str, inputs: dict[str, Any], where: str, reason: str
+) -> None:
+    failures = check(token, inputs)
+    assert any(f == where and reason in r for f, r in failures), failures
+
+
+def test_unknown_values_are_not_judged_until_known() -> None:
+    inputs = {"network": PropertyValue(Computed()), "ipCidrRange": PropertyValue(Computed())}
+    response = asyncio.run(GcpStandIn().check(p.CheckRequest(urn(SUBNET, "x"), {}, inputs, b"")))
+    assert not response.failures
+
+
+def configured() -> GcpStandIn:
+    standin = GcpStandIn()
+    variables = {"gcp:config:project": "proj-123456", "gcp:config:region": "us-central1"}
+    asyncio.run(standin.configure(p.ConfigureRequest(variables, {}, True, True)))
+    return standin
+
+
+def test_create_returns_what_the_cloud_computes_and_keeps_secrets() -> None:
+    standin = configured()
+    inputs = props({"name": "net-a", "mtu": 8896.0})
+    inputs["description"] = PropertyValue("hidden", is_secret=True)
+    created = asyncio.run(standin.create(p.CreateRequest(urn(NETWORK, "net"), inputs, 60, False)))
+    assert created.resource_id == "projects/proj-123456/global/networks/net-a"
+    assert plain(created.properties["selfLink"]).endswith(
+        "/projects/proj-123456/global/networks/net-a"
+    )
+    assert created.properties["description"].is_secret
+    for key in created.properties:
+        assert key in types_model.output_names(NETWORK)
+
+
+def test_a_cluster_gets_the_endpoint_and_ca_of_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    ca = tmp_path / "ca.crt"
+    ca.write_bytes(b"-----BEGIN CERTIFICATE-----\nlocal\n-----END CERTIFICATE-----\n")
+    monkeypatch.setenv("NEMO_RL_GKE_STANDIN_ENDPOINT", "127.0.0.1:6443")
+    monkeypatch.setenv("NEMO_RL_GKE_STANDIN_CA_FILE", str(ca))
+    standin = configured()
+    inputs = props(
+        {
+            "name": "c",
+            "location": "us-central1",
+            "masterAuth": {"clientCertificateConfig": {"issueClientCertificate": False}},
+        }
+    )
+    created = asyncio.run(standin.create(p.CreateRequest(urn(CLUSTER, "c"), inputs, 60, False)))
+    out = plain(created.properties["masterAuth"])
+    assert plain(created.properties["endpoint"]) == "127.0.0.1:6443"
+    assert out["clientCertificateConfig"] == {"issueClientCertificate": False}
+    import base64
+
+    assert base64.b64decode(out["clusterCaCertificate"]) == ca.read_bytes()
+
+
+def test_during_preview_computed_outputs_are_unknown_and_inputs_known() -> None:
+    standin = configured()
+    created = asyncio.run(
+        standin.create(p.CreateRequest(urn(NETWORK, "net"), props({"name": "n"}), 60, True))
+    )
+    assert created.resource_id is None
+    assert plain(created.properties["selfLink"]) == UNKNOWN
+    assert plain(created.properties["name"]) == "n"
+
+
+def test_invokes_answer_every_field_of_the_sdk_result_and_check_arguments() -> None:
+    standin = configured()
+    token = "gcp:organizations/getProject:getProject"  # noqa: S105 - a token name
+    answer = asyncio.run(
+        standin.invoke(p.InvokeRequest(token, props({"projectId": "proj-123456"})))
+    )
+    result = {k: plain(v) for k, v in (answer.return_value or {}).items()}
+    assert set(result) == types_model.result_names(types_model.function_signature(token).result)
+    assert result["projectId"] == "proj-123456"
+    assert result["number"].isdigit()
+    bad = asyncio.run(standin.invoke(p.InvokeRequest(token, props({"projectID": "x"}))))
+    assert [f.property for f in bad.failures] == ["projectID"]
+
+
+def test_the_plugin_announces_itself_as_a_stand_in_and_serves_a_port(tmp_path: Path) -> None:
+    log = tmp_path / "standin.log"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NEMO_RL_GKE_STANDIN_LOG": str(log)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "testbed.gcp_standin", "127.0.0.1:1"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        port = proc.stdout.readline().strip()
+        assert port.isdigit()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert "gcp stand-in: serving on 127.0.0.1:" in log.read_text()

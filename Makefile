@@ -17,7 +17,7 @@ export UV_COMPILE_BYTECODE := 1
 export UV_PYTHON_DOWNLOADS := never
 
 .PHONY: preflight preflight-all test lint fmt typecheck actionlint graph bench check clean \
-	engine engine-test
+	engine engine-test local-cluster-build local-cluster local-cluster-down engine-up engine-down
 
 $(TOOLS)/bin/uv:
 	python3 -m venv $(TOOLS)
@@ -42,8 +42,28 @@ test: .venv/.synced
 engine: .venv/.synced
 	$(RUN) python -m testbed.engine
 
+# The local control plane's binaries (etcd, Kubernetes, kwok, the KubeRay operator), cached.
+local-cluster-build: .venv/.synced
+	$(RUN) python -m testbed.cluster_pieces
+
+# A local Kubernetes control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok,
+# the KubeRay operator), built from Go modules, on 127.0.0.1 only; nodes shaped like STACK.
+local-cluster: .venv/.synced
+	$(RUN) python -m testbed.local_cluster up --stack $(STACK)
+
+local-cluster-down: .venv/.synced
+	$(RUN) python -m testbed.local_cluster down
+
+# The real `pulumi up --yes` of STACK against the local control plane (state in
+# .tools/engine/state); engine-down destroys it the README's way.
+engine-up: .venv/.synced
+	$(RUN) python -m testbed.engine_stack up $(STACK)
+
+engine-down: .venv/.synced
+	$(RUN) python -m testbed.engine_stack down $(STACK)
+
 # Tests against the real engine (tests/engine); a missing engine fails instead of skipping.
-engine-test: engine
+engine-test: engine local-cluster-build
 	NEMO_RL_GKE_REQUIRE_ENGINE=1 $(RUN) pytest -m engine tests/engine
 
 lint: .venv/.synced

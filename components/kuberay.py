@@ -40,8 +40,11 @@ class KubeRayOperatorArgs:
     """Inputs of the operator."""
 
     chart_version: str
-    repository: str
+    repository: str | None
+    """Helm repository URL; None when `chart` is a local chart folder or .tgz."""
     kubectl_image: str
+    chart: str = "kuberay-operator"
+    """Chart name in the repository, or the path of a local chart."""
     namespace: str = "kuberay-system"
     node_selector: pulumi.Input[Mapping[str, str]] = field(default_factory=dict)
     """Where the operator and the CRD Job run (the system pool)."""
@@ -152,9 +155,11 @@ class KubeRayOperator(pulumi.ComponentResource):
         release = k8s.helm.v3.Release(
             f"{name}-release",
             name="kuberay-operator",
-            chart="kuberay-operator",
+            chart=args.chart,
             version=args.chart_version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.repository),
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.repository)
+            if args.repository
+            else None,
             namespace=ns.metadata.name,
             create_namespace=False,
             # CRDs belong to the Job above (server-side apply); Helm would never upgrade them.

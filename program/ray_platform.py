@@ -42,7 +42,8 @@ def build_ray(
             "kuberay",
             KubeRayOperatorArgs(
                 chart_version=VERSIONS.kuberay_chart.value,
-                repository=VERSIONS.kuberay_helm_repo.value,
+                chart=cfg.ray.chart_path or "kuberay-operator",
+                repository=None if cfg.ray.chart_path else VERSIONS.kuberay_helm_repo.value,
                 kubectl_image=VERSIONS.kubectl_image.value,
                 node_selector=gke.system_pool.node_selector,
             ),

@@ -37,6 +37,7 @@ from planning.naming import (
 from planning.ray import IMAGE_CUDA, GrpoRun, image_tag
 from planning.versions import VERSIONS, gke_at_least
 from stack_config.errors import ConfigProblem
+from stack_config.local_chart import local_chart_version
 
 MAX_NODES_PER_POOL_ZONE = 1000
 """GKE quota: nodes per node pool per zone (https://cloud.google.com/kubernetes-engine/quotas)."""
@@ -504,6 +505,35 @@ class RayConfig(_Model):
     )
     head: HeadConfig = Field(default_factory=HeadConfig, description="Ray head pod size.")
     job: JobConfig = Field(default_factory=JobConfig, description="GRPO RayJob.")
+    chart_path: str | None = Field(
+        None,
+        description="A local kuberay-operator chart folder or .tgz to install instead of the"
+        " public Helm repository (air-gapped installs, the engine test bed). Its version must"
+        " be the pinned chart version. Default: the public repository.",
+    )
+
+    @field_validator("chart_path")
+    @classmethod
+    def _chart_is_the_pinned_one(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        pinned = VERSIONS.kuberay_chart.value
+        found = local_chart_version(value)
+        if found is None:
+            raise ConfigProblem(
+                (),
+                f"{value!r} is not a Helm chart (no Chart.yaml)",
+                "point ray.chartPath at a kuberay-operator chart folder or .tgz, or remove it",
+            )
+        if found != pinned:
+            raise ConfigProblem(
+                (),
+                f"the chart at {value} is version {found}, but the pinned KubeRay is {pinned}"
+                " (the CRD Job applies that version's CRDs)",
+                f"use the kuberay-operator {pinned} chart, or change kuberay_chart in"
+                " planning/versions.py",
+            )
+        return value
 
 
 class StackConfig(_Model):

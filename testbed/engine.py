@@ -14,14 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from planning.versions import VERSIONS
-from testbed.gobuild import Piece, build, module_dir
+from testbed.gobuild import Piece, build, check_pins, module_dir
 
 REPO = Path(__file__).resolve().parent.parent
 ENGINE = REPO / ".tools" / "engine"
@@ -29,6 +28,7 @@ BIN = ENGINE / "bin"
 HOME = ENGINE / "home"
 ENV_FILE = ENGINE / "env"
 STATE = ENGINE / "state"
+LOCAL_CLUSTER_ENV = REPO / ".tools" / "local-cluster" / "env"
 
 CLI = VERSIONS.engine_pulumi_cli.value
 K8S_PROVIDER = VERSIONS.engine_kubernetes_provider.value
@@ -86,26 +86,15 @@ PIECES: dict[str, Piece] = {
 }
 
 
-def check_wrapper_pins() -> None:
-    """Every wrapper go.mod requires exactly the module versions the version table names."""
-    expected = {
-        "pulumi-cli": {
-            "github.com/pulumi/pulumi/pkg/v3": CLI,
-            "github.com/pulumi/pulumi/sdk/v3": CLI,
-        },
-        "language-python": {"github.com/pulumi/pulumi/sdk/v3": CLI},
-        "kubernetes-provider": {_K8S_MODULE: VERSIONS.engine_kubernetes_provider_module.value},
-    }
-    for name, modules in expected.items():
-        text = (PIECES[name].module / "go.mod").read_text(encoding="utf-8")
-        for module, version in modules.items():
-            if not re.search(
-                rf"^\s*(require\s+)?{re.escape(module)} {re.escape(version)}\b", text, re.M
-            ):
-                raise SystemExit(
-                    f"testbed/go/{name}/go.mod does not require {module} {version}"
-                    " (planning/versions.py); update one to match the other"
-                )
+WRAPPER_PINS: dict[str, dict[str, str]] = {
+    "pulumi-cli": {
+        "github.com/pulumi/pulumi/pkg/v3": CLI,
+        "github.com/pulumi/pulumi/sdk/v3": CLI,
+    },
+    "language-python": {"github.com/pulumi/pulumi/sdk/v3": CLI},
+    "kubernetes-provider": {_K8S_MODULE: VERSIONS.engine_kubernetes_provider_module.value},
+}
+"""What each wrapper's go.mod must require: the version table's pins."""
 
 
 def _uv() -> Path:
@@ -154,7 +143,7 @@ def _install_plugin(kind: str, name: str, version: str, file: Path) -> None:
 
 def install(force: bool = False) -> None:
     """Build what is missing, link the binaries, install the plugins, write the env file."""
-    check_wrapper_pins()
+    check_pins(WRAPPER_PINS)
     built = {name: build(piece, force=force) for name, piece in PIECES.items()}
     BIN.mkdir(parents=True, exist_ok=True)
     links = {
@@ -187,7 +176,10 @@ def install(force: bool = False) -> None:
         "export PULUMI_SKIP_UPDATE_CHECK=true\n"
         "export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true\n"
         "# The uv toolchain syncs before every run; frozen, it never rewrites uv.lock.\n"
-        "export UV_FROZEN=1\n",
+        "export UV_FROZEN=1\n"
+        "# When the local control plane runs (make local-cluster): its endpoint, CA and the\n"
+        "# stand-in gke-gcloud-auth-plugin.\n"
+        f'if [ -f "{LOCAL_CLUSTER_ENV}" ]; then . "{LOCAL_CLUSTER_ENV}"; fi\n',
         encoding="utf-8",
     )
     version = subprocess.run(

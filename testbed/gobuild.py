@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -120,6 +121,19 @@ def _watch(name: str, proc: subprocess.Popen[str], started: float) -> list[str]:
         lines.append(line.rstrip())
     done.set()
     return lines
+
+
+def check_pins(pins: dict[str, dict[str, str]]) -> None:
+    """Every wrapper go.mod requires exactly the module versions the version table names."""
+    for name, modules in pins.items():
+        text = (GO_MODULES / name / "go.mod").read_text(encoding="utf-8")
+        for module, version in modules.items():
+            pattern = rf"^\s*(require\s+)?{re.escape(module)} {re.escape(version)}\b"
+            if not re.search(pattern, text, re.MULTILINE):
+                raise SystemExit(
+                    f"testbed/go/{name}/go.mod does not require {module} {version}"
+                    " (planning/versions.py); update one to match the other"
+                )
 
 
 def build(piece: Piece, *, force: bool = False) -> Path:

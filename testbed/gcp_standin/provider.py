@@ -45,6 +45,7 @@ VERSION = "10.2.0"
 """The pulumi-gcp release this stands in for (the SDK's pulumi-plugin.json)."""
 
 PROVIDER_TYPE = "pulumi:providers:gcp"
+CLUSTER = "gcp:container/cluster:Cluster"
 
 
 def log(message: str) -> None:
@@ -208,10 +209,19 @@ class GcpStandIn(p.Provider):
         log(f"Delete {token_of(request.urn)} {name_of(request.urn)!r} ({request.resource_id})")
 
     async def read(self, request: p.ReadRequest) -> p.ReadResponse:
-        """A refresh finds the resource exactly as it was created."""
-        log(f"Read {token_of(request.urn)} {name_of(request.urn)!r}")
+        """A refresh finds the resource as it was created; a cluster's endpoint and CA as they
+        are now (NEMO_RL_GKE_STANDIN_ENDPOINT / _CA_FILE), as after a rotation."""
+        token = token_of(request.urn)
+        log(f"Read {token} {name_of(request.urn)!r}")
+        properties = dict(request.properties)
+        if token == CLUSTER and "endpoint" in properties:
+            current = self._cloud()
+            master_auth = plain(properties.get("masterAuth", PropertyValue({})))
+            master_auth = master_auth if isinstance(master_auth, dict) else {}
+            properties["endpoint"] = wrap(current.endpoint)
+            properties["masterAuth"] = wrap({**master_auth, "clusterCaCertificate": current.ca})
         return p.ReadResponse(
-            resource_id=request.resource_id, properties=request.properties, inputs=request.inputs
+            resource_id=request.resource_id, properties=properties, inputs=request.inputs
         )
 
     async def invoke(self, request: p.InvokeRequest) -> p.InvokeResponse:

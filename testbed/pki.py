@@ -1,0 +1,112 @@
+"""Certificates, keys and tokens of the local control plane (openssl, loopback only)."""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+SERVICE_IP = "10.96.0.1"
+"""First address of the service range: the `kubernetes` Service's ClusterIP."""
+
+
+@dataclass(frozen=True)
+class Pki:
+    """Paths of the files kube-apiserver and its clients need."""
+
+    root: Path
+
+    @property
+    def ca(self) -> Path:
+        """CA that signed the API server's serving certificate."""
+        return self.root / "ca.crt"
+
+    @property
+    def serving_cert(self) -> Path:
+        """The API server's certificate (127.0.0.1, localhost, kubernetes.default...)."""
+        return self.root / "apiserver.crt"
+
+    @property
+    def serving_key(self) -> Path:
+        """Its key."""
+        return self.root / "apiserver.key"
+
+    @property
+    def sa_key(self) -> Path:
+        """Service-account token signing key."""
+        return self.root / "sa.key"
+
+    @property
+    def sa_pub(self) -> Path:
+        """Its public half, for verification."""
+        return self.root / "sa.pub"
+
+    @property
+    def tokens(self) -> Path:
+        """Static token file: one token per client of the control plane."""
+        return self.root / "tokens.csv"
+
+    def token(self, user: str) -> str:
+        """The bearer token of one user of the token file."""
+        for line in self.tokens.read_text(encoding="utf-8").splitlines():
+            token, name, *_ = line.split(",")
+            if name == user:
+                return token
+        raise KeyError(user)
+
+
+USERS = {
+    # user -> groups. The admin is also who `pulumi up` authenticates as through the stand-in
+    # gke-gcloud-auth-plugin: a cluster admin, like the deploy account on GKE.
+    "admin": "system:masters",
+    "system:kube-controller-manager": "",
+    "system:kube-scheduler": "",
+    "kwok": "system:masters",
+    "kuberay-operator": "system:masters",
+}
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def ensure_pki(root: Path) -> Pki:
+    """Create the CA, serving certificate, signing key and tokens once; reuse them after."""
+    pki = Pki(root)
+    if all(p.exists() for p in (pki.ca, pki.serving_cert, pki.sa_key, pki.sa_pub, pki.tokens)):
+        return pki
+    root.mkdir(parents=True, exist_ok=True)
+    _openssl("genrsa", "-out", "ca.key", "2048", cwd=root)
+    _openssl(
+        "req", "-x509", "-new", "-key", "ca.key", "-days", "30", "-out", "ca.crt",
+        "-subj", "/CN=nemo-rl-gke-test-bed-ca", cwd=root,
+    )  # fmt: skip
+    _openssl("genrsa", "-out", "apiserver.key", "2048", cwd=root)
+    (root / "apiserver.ext").write_text(
+        "subjectAltName=IP:127.0.0.1,IP:" + SERVICE_IP + ",DNS:localhost,DNS:kubernetes,"
+        "DNS:kubernetes.default,DNS:kubernetes.default.svc,"
+        "DNS:kubernetes.default.svc.cluster.local\n"
+        "extendedKeyUsage=serverAuth\n",
+        encoding="utf-8",
+    )
+    _openssl(
+        "req", "-new", "-key", "apiserver.key", "-subj", "/CN=kube-apiserver",
+        "-out", "apiserver.csr", cwd=root,
+    )  # fmt: skip
+    _openssl(
+        "x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+        "-CAcreateserial", "-days", "30", "-extfile", "apiserver.ext", "-out", "apiserver.crt",
+        cwd=root,
+    )  # fmt: skip
+    _openssl("genrsa", "-out", "sa.key", "2048", cwd=root)
+    _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=root)
+    lines = [
+        f'{secrets.token_hex(16)},{user},{user},"{groups}"' if groups else
+        f"{secrets.token_hex(16)},{user},{user}"
+        for user, groups in USERS.items()
+    ]  # fmt: skip
+    pki.tokens.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for path in root.iterdir():
+        path.chmod(0o600)
+    return pki

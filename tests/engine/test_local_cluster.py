@@ -1,0 +1,377 @@
+"""The Kubernetes half for real: `pulumi up` and `destroy` against a local control plane.
+
+Real: kube-apiserver, controller-manager and scheduler (v1.36.3), etcd, the pulumi-kubernetes
+provider and its awaits, Helm (inside the provider) installing the local KubeRay chart, and
+the KubeRay operator reconciling the RayCluster. Stand-ins: kwok's nodes and pods (no
+container runs), the GCP provider (it hands out this API server as the cluster endpoint) and
+gke-gcloud-auth-plugin. The tests use the commands anyone can run: `make local-cluster`,
+`make engine-up STACK=...`, `make engine-down STACK=...`, `make local-cluster-down`. They run in
+this checkout (like a user), in order, and restore every stack file they touch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testbed import local_cluster
+from testbed.engine import STATE
+from testbed.engine_stack import environ
+from testbed.processes import Processes
+from tests.engine.realcli import REPO, Events, Workspace, make_workspace
+
+ROOT = local_cluster.ROOT
+
+
+def make(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess[str]:
+    """`make ARGS` in this checkout, as a user runs it."""
+    return subprocess.run(
+        ["make", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def must(proc: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert proc.returncode == 0, (
+        f"{proc.args}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+    )
+    return proc
+
+
+def kube(*args: str) -> Any:
+    """`kubectl get ... -o json` against the local cluster, as the admin."""
+    cluster = local_cluster.load()
+    assert cluster is not None, "the local cluster is not running"
+    out = local_cluster.kubectl(cluster, *args, "-o", "json", check=False)
+    return json.loads(out) if out.strip() else None
+
+
+def items(*args: str) -> list[dict[str, Any]]:
+    found = kube("get", *args)
+    return list(found.get("items", [])) if found else []
+
+
+def pulumi(
+    stack: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A real `pulumi ARGS -s STACK` in this checkout, as after `source .tools/engine/env`."""
+    return subprocess.run(
+        [
+            str(REPO / ".tools" / "engine" / "bin" / "pulumi"),
+            *args,
+            "-s",
+            stack,
+            "--non-interactive",
+        ],
+        cwd=REPO,
+        env=env or environ(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+
+
+def state(stack: str) -> list[dict[str, Any]]:
+    exported = json.loads(must(pulumi(stack, "stack", "export")).stdout)
+    return list(exported["deployment"].get("resources") or [])
+
+
+def kubernetes_objects(stack: str) -> list[dict[str, Any]]:
+    """The Kubernetes objects the stack's state holds (outputs as the provider recorded them)."""
+    return [
+        r
+        for r in state(stack)
+        if r["type"].startswith("kubernetes:")
+        and not r["type"].startswith(("pulumi:providers:", "kubernetes:helm.sh/"))
+    ]
+
+
+def wait_until(what: str, check: Any, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def our_processes() -> list[str]:
+    """Every live process running a binary of the test bed's build cache."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            exe = os.readlink(proc / "exe")
+        except OSError:
+            continue
+        if "/nemo-rl-gke/go-builds/" in exe:
+            found.append(f"{proc.name} {exe}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def cluster(engine: None) -> Iterator[None]:
+    """`make local-cluster` for the module; `make local-cluster-down` after, nothing left over."""
+    must(make("local-cluster", "STACK=b200"))
+    try:
+        yield
+    finally:
+        for stack in ("b200", "dev"):
+            make("engine-down", f"STACK={stack}")
+        down = must(make("local-cluster-down"))
+        assert "stopped" in down.stdout or "killed" in down.stdout
+        assert our_processes() == [], "a test bed process outlived the run"
+        assert Processes(ROOT).recorded() == []
+
+
+@pytest.fixture(scope="module")
+def b200(cluster: None) -> str:
+    """`make engine-up STACK=b200`: the real up, once for the tests below."""
+    up = make("engine-up", "STACK=b200")
+    assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
+    assert "engine-up b200: done" in up.stdout
+    return "b200"
+
+
+def test_every_kubernetes_object_exists_as_declared(b200: str) -> None:
+    objects = kubernetes_objects(b200)
+    assert len(objects) > 20
+    for resource in objects:
+        outputs = resource["outputs"]
+        meta = outputs["metadata"]
+        where = ["-n", meta["namespace"]] if meta.get("namespace") else []
+        group = outputs["apiVersion"].rsplit("/", 1)[0] if "/" in outputs["apiVersion"] else ""
+        kind = outputs["kind"].lower() + (f".{group}" if group else "")
+        live = kube("get", kind, meta["name"], *where)
+        assert live is not None, f"{outputs['kind']} {meta['name']} is not in the API server"
+        for key, value in (resource["inputs"].get("metadata", {}).get("labels") or {}).items():
+            assert live["metadata"]["labels"][key] == value
+    # The provider's awaits passed: the claim is bound to the stack's PV, the CRD Job ran, the
+    # Helm release (with the local chart) is deployed.
+    (pv,) = items("pv")
+    assert pv["metadata"]["name"] == "nemo-rl-b200-lustre"
+    assert pv["status"]["phase"] == "Bound"
+    (claim,) = items("pvc", "-n", "nemo-rl")
+    assert claim["spec"]["volumeName"] == "nemo-rl-b200-lustre"
+    (job,) = items("jobs", "-n", "kuberay-system")
+    assert job["metadata"]["name"] == "kuberay-crds-v1-7-0"
+    assert any(c["type"] == "Complete" for c in job["status"]["conditions"])
+    releases = items("secrets", "-n", "kuberay-system", "-l", "owner=helm,name=kuberay-operator")
+    assert [r["metadata"]["labels"]["status"] for r in releases] == ["deployed"]
+    crds = {c["metadata"]["name"] for c in items("crd")}
+    assert {"rayclusters.ray.io", "rayjobs.ray.io"} <= crds
+    assert "applied" in (ROOT / "logs" / "agent.log").read_text()
+
+
+def test_kuberay_reconciles_the_raycluster_onto_the_right_nodes(b200: str) -> None:
+    pods = {p["metadata"]["name"]: p for p in items("pods", "-n", "nemo-rl")}
+    nodes = {n["metadata"]["name"]: n for n in items("nodes")}
+    workers = [
+        p for p in pods.values() if p["metadata"]["labels"].get("ray.io/node-type") == "worker"
+    ]
+    heads = [p for p in pods.values() if p["metadata"]["labels"].get("ray.io/node-type") == "head"]
+    assert len(heads) == 1
+    assert len(workers) == 2  # one per GPU node of the pool
+    assert {w["spec"]["nodeName"] for w in workers} == {"b200-gpu-0", "b200-gpu-1"}
+    head_node = nodes[heads[0]["spec"]["nodeName"]]
+    assert head_node["metadata"]["labels"]["nemo-rl-gke/pool"] == "system"
+    for worker in workers:
+        annotation = json.loads(worker["metadata"]["annotations"]["networking.gke.io/interfaces"])
+        assert [i["network"] for i in annotation] == [
+            "default",
+            "gvnic-1",
+            *[f"rdma-{n}" for n in range(8)],
+        ]
+        (container,) = [
+            c for c in worker["spec"]["containers"] if c["name"] != "gke-gcsfuse-sidecar"
+        ]
+        assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["NCCL_NET"] == "gIB"
+        assert env["NCCL_TUNER_CONFIG_PATH"].endswith("tuner_config_a4.txtpb")
+        volumes = {v["name"]: v for v in worker["spec"]["volumes"]}
+        assert volumes["data"]["persistentVolumeClaim"]["claimName"] == "lustre-data"
+        assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in worker[
+            "spec"
+        ]["tolerations"]
+        assert worker["spec"]["nodeSelector"] == {"cloud.google.com/gke-accelerator": "nvidia-b200"}
+        assert worker["status"]["phase"] == "Running"
+    (service,) = items("svc", "-n", "nemo-rl", "-l", "ray.io/node-type=head")
+    exported = json.loads(must(pulumi(b200, "stack", "output", "--json")).stdout)
+    assert service["metadata"]["name"] == exported["rayHeadService"]
+    raycluster = kube("get", "rayclusters.ray.io", "nemo-rl", "-n", "nemo-rl")
+    assert raycluster["status"]["state"] == "ready"
+
+
+def test_no_perpetual_diff_after_up_and_after_refresh(b200: str) -> None:
+    must(pulumi(b200, "preview", "--expect-no-changes"))
+    must(pulumi(b200, "refresh", "--yes"))
+    must(pulumi(b200, "preview", "--expect-no-changes"))
+
+
+def test_a_changed_kubeconfig_replaces_no_kubernetes_object(b200: str, tmp_path: Path) -> None:
+    """The cluster's endpoint changes form (localhost instead of 127.0.0.1, as after an IP
+    rotation): the kubeconfig changes, the provider is updated, nothing is replaced."""
+    cluster = local_cluster.load()
+    assert cluster is not None
+    env = environ()
+    env["NEMO_RL_GKE_STANDIN_ENDPOINT"] = f"localhost:{cluster.api_port}"
+    must(pulumi(b200, "refresh", "--yes", env=env))
+    log = tmp_path / "events.jsonl"
+    env["PULUMI_DEBUG_COMMANDS"] = "true"
+    proc = pulumi(b200, "preview", "--event-log", str(log), env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    events = Events.parse(proc, log.read_text().splitlines())
+    ops = {(s.op, s.type) for s in events.steps if s.op != "same"}
+    assert ("update", "pulumi:providers:kubernetes") in ops
+    assert not [s for s in events.steps if "replace" in s.op], ops
+    must(pulumi(b200, "up", "--yes", env=env))
+    must(pulumi(b200, "preview", "--expect-no-changes", env=env))
+
+
+def test_kuberay_accepts_the_grpo_rayjob(b200: str) -> None:
+    env = environ()
+    must(pulumi(b200, "config", "set", "--path", "nemo-rl-gke:ray.job.enabled", "true", env=env))
+    must(
+        pulumi(
+            b200, "config", "set", "--secret", "nemo-rl-gke:hfToken", "hf_fake_not_real", env=env
+        )
+    )
+    try:
+        must(pulumi(b200, "up", "--yes", env=env))
+
+        def reconciled() -> bool:
+            job = kube("get", "rayjobs.ray.io", "grpo-gsm8k", "-n", "nemo-rl")
+            return bool(job and job.get("status", {}).get("jobDeploymentStatus"))
+
+        wait_until("KubeRay to take up the RayJob", reconciled, timeout=60)
+        job = kube("get", "rayjobs.ray.io", "grpo-gsm8k", "-n", "nemo-rl")
+        assert "examples/run_grpo.py" in job["spec"]["entrypoint"]
+        assert "hf_fake_not_real" not in json.dumps(job)
+    finally:
+        must(
+            pulumi(b200, "config", "set", "--path", "nemo-rl-gke:ray.job.enabled", "false", env=env)
+        )
+        must(pulumi(b200, "config", "rm", "nemo-rl-gke:hfToken", env=env))
+        must(pulumi(b200, "up", "--yes", env=env))
+    assert kube("get", "rayjobs.ray.io", "-n", "nemo-rl")["items"] == []
+
+
+def test_a_plain_destroy_of_b200_is_stopped_by_protection(b200: str) -> None:
+    before = len(state(b200))
+    proc = pulumi(b200, "destroy", "--yes")
+    assert proc.returncode != 0
+    assert "protect" in (proc.stdout + proc.stderr).lower()
+    assert len(state(b200)) == before
+    assert kube("get", "namespace", "nemo-rl") is not None
+
+
+def test_the_readme_teardown_removes_everything(b200: str) -> None:
+    down = must(make("engine-down", "STACK=b200"))
+    assert "restored Pulumi.b200.yaml" in down.stdout
+    assert (
+        subprocess.run(
+            ["git", "diff", "--quiet", "--", "Pulumi.b200.yaml"], cwd=REPO, check=False
+        ).returncode
+        == 0
+    )
+
+    def gone() -> bool:
+        return not any(
+            items(kind, *scope)
+            for kind, *scope in (
+                ("namespaces", "-l", "app.kubernetes.io/part-of=nemo-rl-gke"),
+                ("pods", "-A", "-l", "ray.io/cluster"),
+                ("svc", "-A", "-l", "ray.io/cluster"),
+                ("pv",),
+                ("gkenetworkparamsets.networking.gke.io",),
+                ("networks.networking.gke.io",),
+                ("daemonsets", "-n", "kube-system"),
+                ("clusterrolebindings", "-l", "app.kubernetes.io/part-of=nemo-rl-gke"),
+            )
+        )
+
+    wait_until("the API server to hold no object of the stack", gone)
+    assert not (STATE / ".pulumi" / "stacks" / "nemo-rl-gke" / "b200.json").exists()
+
+
+def test_dev_up_and_a_plain_destroy_is_complete(cluster: None) -> None:
+    up = make("engine-up", "STACK=dev")
+    assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
+    (pv,) = items("pv")
+    assert pv["spec"]["csi"]["driver"] == "gcsfuse.csi.storage.gke.io"
+    assert pv["status"]["phase"] == "Bound"
+    # Autoscaling from zero: no worker until a job asks for one (see issue on autoscaling).
+    assert [
+        p
+        for p in items("pods", "-n", "nemo-rl")
+        if p["metadata"]["labels"].get("ray.io/node-type") == "head"
+    ]
+    down = must(make("engine-down", "STACK=dev"))
+    assert "pulumi config set nemo-rl-gke:protect false" not in down.stdout  # plain destroy
+    wait_until(
+        "dev's objects to go",
+        lambda: (
+            not items("namespaces", "-l", "app.kubernetes.io/part-of=nemo-rl-gke")
+            and not items("pv")
+        ),
+    )
+
+
+def test_a_chart_version_bump_reapplies_the_crds_before_the_upgrade(
+    cluster: None, tmp_path: Path
+) -> None:
+    """Bumping kuberay_chart in the version table renames the CRD Job: the new Job (and its CRD
+    apply) completes before the Helm release is upgraded. Shown with a second local chart."""
+    workspace: Workspace = make_workspace(tmp_path)
+    env = local_cluster.local_environ(workspace.env())
+    for key in ("PATH", "NEMO_RL_GKE_STANDIN_ENDPOINT", "NEMO_RL_GKE_STANDIN_CA_FILE"):
+        workspace.extra_env[key] = env[key]
+    chart = local_cluster.kuberay_chart()
+    workspace.init("dev")
+    workspace.pulumi(
+        "config", "set", "--path", "nemo-rl-gke:ray.chartPath", str(chart), "-s", "dev"
+    )
+    first = workspace.up("dev")
+    assert first.returncode == 0, first.text()
+    newer = tmp_path / "kuberay-operator-1.7.1"
+    shutil.copytree(chart, newer)
+    chart_yaml = newer / "Chart.yaml"
+    chart_yaml.write_text(chart_yaml.read_text().replace("version: 1.7.0", "version: 1.7.1"))
+    versions = workspace.root / "planning" / "versions.py"
+    text = versions.read_text()
+    pinned = '    kuberay_chart=Pin(\n        "1.7.0",'
+    assert pinned in text
+    versions.write_text(text.replace(pinned, pinned.replace("1.7.0", "1.7.1")))
+    workspace.pulumi(
+        "config", "set", "--path", "nemo-rl-gke:ray.chartPath", str(newer), "-s", "dev"
+    )
+    try:
+        second = workspace.up("dev")
+        assert second.returncode == 0, second.text()
+        order = [
+            (s.op, s.name) for s in second.steps if s.name in ("kuberay-crds", "kuberay-release")
+        ]
+        # The Job is replaced (new name) before the release is updated.
+        assert order.index(("create-replacement", "kuberay-crds")) < order.index(
+            ("update", "kuberay-release")
+        ), order
+        (job,) = items("jobs", "-n", "kuberay-system")
+        assert job["metadata"]["name"] == "kuberay-crds-v1-7-1"
+        assert (
+            "Job kuberay-crds-v1-7-1 does not run under kwok"
+            in (ROOT / "logs" / "agent.log").read_text()
+        )
+        releases = items("secrets", "-n", "kuberay-system", "-l", "owner=helm,status=deployed")
+        assert [r["metadata"]["labels"]["version"] for r in releases] == ["2"]
+    finally:
+        workspace.pulumi("destroy", "--yes", "-s", "dev", check=False)

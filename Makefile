@@ -17,7 +17,7 @@ export UV_COMPILE_BYTECODE := 1
 export UV_PYTHON_DOWNLOADS := never
 
 .PHONY: preflight preflight-all test lint fmt typecheck actionlint graph bench check clean \
-	engine engine-test local-cluster-build local-cluster local-cluster-down engine-up engine-down
+	engine engine-test scan local-cluster-build local-cluster local-cluster-down engine-up engine-down
 
 $(TOOLS)/bin/uv:
 	python3 -m venv $(TOOLS)
@@ -65,6 +65,17 @@ engine-down: .venv/.synced
 # Tests against the real engine (tests/engine); a missing engine fails instead of skipping.
 engine-test: engine local-cluster-build
 	NEMO_RL_GKE_REQUIRE_ENGINE=1 $(RUN) pytest -m engine tests/engine
+
+# checkov's Kubernetes checks over every stack's rendered objects, with the reviewed skips of
+# tools/checkov/skips.yaml; checkov lives in a virtualenv of its own (its pins clash with ours).
+CHECKOV := $(TOOLS)/checkov/bin/checkov
+$(CHECKOV): tools/checkov/requirements.txt
+	python3 -m venv $(TOOLS)/checkov
+	$(TOOLS)/checkov/bin/python -m pip install --quiet -r tools/checkov/requirements.txt
+	@touch $@
+
+scan: .venv/.synced $(CHECKOV)
+	$(RUN) python tools/checkov/scan.py $(CHECKOV)
 
 lint: .venv/.synced
 	$(RUN) ruff format --check .

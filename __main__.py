@@ -22,7 +22,7 @@ labels = base_labels(stack, cfg.labels)
 
 nets = build_networks(cfg)
 gke = build_gke(cfg, nets, labels)
-storage = build_cloud_storage(cfg, nets, labels)  # in parallel with the cluster
+storage = build_cloud_storage(cfg, nets, gke, labels)  # Lustre in parallel with the cluster
 volumes = build_volumes(cfg, storage, gke)
 ray = build_ray(cfg, gke, volumes, secret_outputs(), {"stack": stack})
 
@@ -44,4 +44,7 @@ if storage.bucket is not None and volumes.bucket is not None:
     pulumi.export("bucketClaim", volumes.bucket.claim_name)
 pulumi.export("rayHeadService", ray.workload.head_service)
 pulumi.export("rayDashboardCommand", ray.workload.port_forward_command)
-pulumi.export("grpoSubmitCommand", submit_command(ray.entrypoint))
+pulumi.export("grpoSubmitCommand", submit_command(ray.run))
+if cfg.ray.job.enabled:
+    pulumi.export("grpoRun", ray.run.name)
+    pulumi.export("grpoCheckpointDir", ray.run.checkpoint_dir)

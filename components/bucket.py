@@ -44,6 +44,9 @@ class TrainingBucketArgs:
     protect: bool
     reader_writers: Sequence[pulumi.Input[str]] = ()
     """IAM principals granted `roles/storage.objectUser` on this bucket only."""
+    principals_exist_after: Sequence[pulumi.Resource] = ()
+    """What must exist before the principals can be named in IAM: the Workload Identity pool
+    `<project>.svc.id.goog` exists only once the project's first WI cluster does."""
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -86,7 +89,9 @@ class TrainingBucket(pulumi.ComponentResource):
                 bucket=bucket.name,
                 role=BUCKET_ROLE,
                 member=member,
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions(
+                    parent=self, depends_on=list(args.principals_exist_after)
+                ),
             )
         self.bucket_name = bucket.name
         self.url = bucket.url

@@ -59,6 +59,11 @@ class GkeClusterArgs:
     maintenance: MaintenancePlan
     lustre_csi: bool
     """Enable the Managed Lustre CSI driver add-on."""
+    lustre_single_nic: bool = False
+    """Turn the Lustre CSI driver's multi-NIC mode off: from GKE 1.35.2-gke.1842000 it uses all
+    of a node's standard NICs and requires them to be in one VPC (Managed Lustre docs, "Same
+    VPC"), but GPU nodes' eth1 is in the gVNIC VPC, which has no private services access to
+    Lustre. Set when a pool has NICs outside the cluster VPC."""
     legacy_lustre_port: bool
     """LNet on 6988: required exactly when the Lustre instance has GKE support."""
     gke_ray_addon: bool
@@ -201,6 +206,7 @@ class GkeCluster(pulumi.ComponentResource):
                 lustre_csi_driver_config=gcp.container.ClusterAddonsConfigLustreCsiDriverConfigArgs(
                     enabled=args.lustre_csi,
                     enable_legacy_lustre_port=args.legacy_lustre_port,
+                    disable_multi_nic=True if args.lustre_csi and args.lustre_single_nic else None,
                 ),
                 gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
                     enabled=True

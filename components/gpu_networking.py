@@ -164,6 +164,9 @@ class GpuNetworking(pulumi.ComponentResource):
                             }
                         },
                         "tolerations": [{"operator": "Exists"}],
+                        # It never talks to the API server.
+                        "automount_service_account_token": False,
+                        "security_context": {"seccomp_profile": {"type": "RuntimeDefault"}},
                         "host_network": True,
                         "host_pid": True,
                         "volumes": [
@@ -177,7 +180,10 @@ class GpuNetworking(pulumi.ComponentResource):
                             {
                                 "name": INSTALLER,
                                 "image": args.installer_image,
-                                "resources": {"requests": {"cpu": "150m"}},
+                                "resources": {
+                                    "requests": {"cpu": "150m", "memory": "128Mi"},
+                                    "limits": {"cpu": "1", "memory": "512Mi"},
+                                },
                                 # Writes into host paths read by the GPU driver's loader.
                                 "security_context": {"privileged": True},
                                 "volume_mounts": [
@@ -191,7 +197,24 @@ class GpuNetworking(pulumi.ComponentResource):
                                 "args": [INSTALL_SCRIPT],
                             }
                         ],
-                        "containers": [{"name": "pause", "image": args.pause_image}],
+                        "containers": [
+                            {
+                                "name": "pause",
+                                "image": args.pause_image,
+                                "resources": {
+                                    "requests": {"cpu": "10m", "memory": "16Mi"},
+                                    "limits": {"cpu": "50m", "memory": "32Mi"},
+                                },
+                                "security_context": {
+                                    "allow_privilege_escalation": False,
+                                    "read_only_root_filesystem": True,
+                                    "run_as_non_root": True,
+                                    "run_as_user": 65535,
+                                    "capabilities": {"drop": ["ALL"]},
+                                    "seccomp_profile": {"type": "RuntimeDefault"},
+                                },
+                            }
+                        ],
                     },
                 },
             },

@@ -127,8 +127,15 @@ class KubeRayOperator(pulumi.ComponentResource):
                 "backoff_limit": 4,
                 "template": {
                     "spec": {
+                        # The token is what kubectl applies the CRDs with; nothing else runs here.
                         "service_account_name": sa.metadata.name,
                         "restart_policy": "OnFailure",
+                        "security_context": {
+                            "run_as_non_root": True,
+                            "run_as_user": 65532,
+                            "run_as_group": 65532,
+                            "seccomp_profile": {"type": "RuntimeDefault"},
+                        },
                         "node_selector": args.node_selector,
                         "containers": [
                             {

@@ -15,7 +15,7 @@ from planning.naming import Names
 
 LUSTRE_CSI_DRIVER = "lustre.csi.storage.gke.io"
 PORT_RECOMMENDED = 988
-"""LNet port of an instance without GKE support (needs nodes at 1.33.2-gke.4655000+)."""
+"""LNet port of an instance without GKE support (needs nodes at 1.33.2-gke.4780000+)."""
 PORT_GKE_SUPPORT = 6988
 """LNet port of an instance created with GKE support (needs the cluster's legacy port)."""
 SERVICE_NETWORKING = "servicenetworking.googleapis.com"

@@ -14,6 +14,11 @@ from planning.catalog import Capacity, GpuProfile
 from planning.kube import ACCELERATOR_LABEL, GPU_TAINT_KEY
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+GPU_POOL_IGNORED_DRIFT = ("nodeConfig.ephemeralStorageLocalSsdConfig", "initialNodeCount")
+"""Fields of a GPU pool that force its replacement and that the API reports back unreliably
+(Cluster Toolkit's `modules/compute/gke-node-pool` ignores the same drift). A spurious diff on
+either would delete and recreate a reserved B200/H200 pool - nodes, reservation slot and any run
+on them - so drift there is ignored; change them on purpose with a new pool."""
 POOL_LABEL = "nemo-rl-gke/pool"
 
 
@@ -216,7 +221,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 )
             ),
             node_config=self._node_config(args),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=list(GPU_POOL_IGNORED_DRIFT)),
         )
         self.pool_name = pool.name
         self.node_selector = pulumi.Output.from_input({ACCELERATOR_LABEL: gpu.accelerator_type})

@@ -6,6 +6,7 @@ annotations so its workers never get their RDMA NICs; tutorial-facts §11.1).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,10 +18,12 @@ from planning.kube import DEFAULT_INTERFACE_ANNOTATION, INTERFACES_ANNOTATION
 from planning.ray import (
     DATA_DIR,
     GIB_DIR,
+    GIB_RESOURCE,
     HF_HOME,
     NVIDIA_DIR,
     PodSize,
-    nccl_gib_env,
+    gib_shell_setup,
+    gpu_shell_setup,
     port_forward_command,
 )
 
@@ -29,6 +32,15 @@ TOKEN_SECRET = "nemo-rl-tokens"  # noqa: S105 - the Secret's name, not its conte
 SECRET_ENV = {"hfToken": "HF_TOKEN", "wandbApiKey": "WANDB_API_KEY"}
 """Stack secret -> environment variable (and Secret key) the NeMo RL scripts read."""
 GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
+DASHBOARD_PORT = 8265
+RAY_CONTAINER_SECURITY: dict[str, Any] = {
+    # What the NeMo RL image allows: it runs as root (uv, ldconfig) and writes to its own tree,
+    # so no read-only root or non-root user; no escalation, no raw sockets, the runtime's
+    # seccomp profile. CUDA, NCCL and RDMA need none of what is taken away.
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["NET_RAW"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +51,23 @@ class RdmaWiring:
     """From the GpuNetworking component: eth0 + gvnic-1 + rdma-0..N."""
     tuner_config: str
     """NCCL tuner file for this GPU (`tuner_config_a4.txtpb` / `tuner_config_a3u.txtpb`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RayJobPlan:
+    """One GRPO run as a RayJob."""
+
+    name: str
+    """RayJob name: the run's identity (and attempt)."""
+    entrypoint: str
+    own_cluster: bool
+    """Bring up its own workers (a cluster spec of `workers` GPU workers, deleted when the run
+    ends) instead of running on the stack's RayCluster. For pools that scale from zero: NeMo RL
+    checks the GPUs before it asks for any, so an idle cluster would never grow for it."""
+    workers: int
+    """GPU workers the job's own cluster gets (one per node)."""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    """The run's id, directories and size, for `kubectl get rayjob -o yaml` and preflight."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,9 +95,8 @@ class RayWorkloadArgs:
     rdma: RdmaWiring | None
     secrets: Mapping[str, pulumi.Output[str]] = field(default_factory=dict)
     """Stack secrets (keys of SECRET_ENV) as secret Outputs."""
-    job_entrypoint: str | None = None
-    """GRPO command; None: no RayJob (the default - `pulumi up` never starts training)."""
-    job_name: str = "grpo-gsm8k"
+    job: RayJobPlan | None = None
+    """The GRPO run; None: no RayJob (the default - `pulumi up` never starts training)."""
     operator: Sequence[pulumi.Resource] = ()
     """The KubeRay operator (its CRDs must exist before any Ray object); empty with the GKE
     add-on, which installs them with the cluster."""
@@ -113,6 +141,21 @@ class RayWorkload(pulumi.ComponentResource):
             spec=spec,
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.operator)),
         )
+        # Ray's pods talk among themselves on every port; from elsewhere only the dashboard
+        # (the KubeRay operator submits jobs to it; port-forwards do not pass the policy).
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-ingress",
+            metadata={"name": f"{args.cluster_name}-ingress", "namespace": args.namespace},
+            spec={
+                "pod_selector": {},
+                "policy_types": ["Ingress"],
+                "ingress": [
+                    {"from_": [{"pod_selector": {}}]},
+                    {"ports": [{"port": DASHBOARD_PORT, "protocol": "TCP"}]},
+                ],
+            },
+            opts=child,
+        )
         # Drains (node upgrades, repairs, autoscaler scale-down) are voluntary evictions; with
         # no disruption allowed they wait for the run instead of killing it.
         k8s.policy.v1.PodDisruptionBudget(
@@ -124,19 +167,37 @@ class RayWorkload(pulumi.ComponentResource):
             },
             opts=child,
         )
-        if args.job_entrypoint is not None:
+        if args.job is not None:
+            job = args.job
+            job_spec: dict[str, Any] = {
+                "entrypoint": job.entrypoint,
+                # Submitted over the dashboard's HTTP API: no extra submitter pod pulling
+                # the 25 GB image onto the system pool.
+                "submissionMode": "HTTPMode",
+            }
+            if args.rdma is not None:
+                # The driver starts on an RDMA worker, in the gIB environment its shell sets up.
+                job_spec["entrypointResources"] = json.dumps({GIB_RESOURCE: 1})
+            if job.own_cluster:
+                job_spec["rayClusterSpec"] = self._cluster_spec(
+                    args, secret_keys, workers=(job.workers, job.workers, job.workers)
+                )
+                # The pool goes back to zero when the run ends: KubeRay deletes the cluster.
+                job_spec["shutdownAfterJobFinishes"] = True
+                job_spec["ttlSecondsAfterFinished"] = 60
+            else:
+                job_spec["clusterSelector"] = {"ray.io/cluster": args.cluster_name}
             k8s.apiextensions.CustomResource(
                 f"{name}-job",
                 api_version=RAY_API,
                 kind="RayJob",
-                metadata={"name": args.job_name, "namespace": args.namespace, "labels": labels},
-                spec={
-                    "entrypoint": args.job_entrypoint,
-                    # Submitted over the dashboard's HTTP API: no extra submitter pod pulling
-                    # the 25 GB image onto the system pool.
-                    "submissionMode": "HTTPMode",
-                    "clusterSelector": {"ray.io/cluster": args.cluster_name},
+                metadata={
+                    "name": job.name,
+                    "namespace": args.namespace,
+                    "labels": labels,
+                    "annotations": dict(job.annotations),
                 },
+                spec=job_spec,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[ray_cluster]),
             )
 
@@ -168,7 +229,18 @@ class RayWorkload(pulumi.ComponentResource):
         return env
 
     @classmethod
-    def _cluster_spec(cls, args: RayWorkloadArgs, secret_keys: Sequence[str]) -> dict[str, Any]:
+    def _cluster_spec(
+        cls,
+        args: RayWorkloadArgs,
+        secret_keys: Sequence[str],
+        workers: tuple[int, int, int] | None = None,
+    ) -> dict[str, Any]:
+        """The RayCluster spec; `workers` = (replicas, min, max) overrides the stack's sizing."""
+        replicas, min_replicas, max_replicas = workers or (
+            args.replicas,
+            args.min_replicas,
+            args.max_replicas,
+        )
         env = cls._env(args, secret_keys)
         pod_annotations: dict[str, Any] = (
             {GCSFUSE_ANNOTATION: "true"} if args.data_is_gcsfuse else {}
@@ -183,6 +255,9 @@ class RayWorkload(pulumi.ComponentResource):
                 "metadata": {"annotations": dict(pod_annotations)},
                 "spec": {
                     "serviceAccountName": args.service_account,
+                    # Only Ray's autoscaler (a sidecar of the head) talks to the API server.
+                    "automountServiceAccountToken": min_replicas != max_replicas,
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                     "nodeSelector": args.head_node_selector,
                     "containers": [
                         {
@@ -195,6 +270,7 @@ class RayWorkload(pulumi.ComponentResource):
                             ],
                             "env": env,
                             "resources": {"requests": head_resources, "limits": head_resources},
+                            "securityContext": RAY_CONTAINER_SECURITY,
                             "volumeMounts": [
                                 {"name": "data", "mountPath": DATA_DIR},
                                 {"name": "ray-logs", "mountPath": "/tmp/ray"},
@@ -225,10 +301,18 @@ class RayWorkload(pulumi.ComponentResource):
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{size.shm_gib}Gi"}},
             {"name": "ray-logs", "emptyDir": {}},
         ]
+        # KubeRay runs the container's args, then `&& ulimit ...; ray start`, in one bash: the
+        # environment set here is the one of the raylet and of every Ray process it starts.
+        # The image's LD_LIBRARY_PATH (cuDNN for Transformer Engine) is extended, never set.
+        setup = gpu_shell_setup()
+        ray_start_params: dict[str, str] = {}
         if args.rdma is not None:
             worker_annotations[DEFAULT_INTERFACE_ANNOTATION] = "eth0"
             worker_annotations[INTERFACES_ANNOTATION] = args.rdma.interfaces_annotation
-            worker_env += [{"name": k, "value": v} for k, v in nccl_gib_env(args.rdma.tuner_config)]
+            # Google's own gIB settings, from the script the installer keeps current.
+            setup = gib_shell_setup(args.rdma.tuner_config)
+            # Once per RDMA worker: the job's driver asks for it (see planning.ray).
+            ray_start_params["resources"] = json.dumps(json.dumps({GIB_RESOURCE: 1}))
             # Driver libraries and the gIB plugin the installer DaemonSet put on the host.
             mounts += [
                 {"name": "nvidia", "mountPath": NVIDIA_DIR, "readOnly": True},
@@ -238,27 +322,31 @@ class RayWorkload(pulumi.ComponentResource):
                 {"name": "nvidia", "hostPath": {"path": "/home/kubernetes/bin/nvidia"}},
                 {"name": "gib", "hostPath": {"path": "/home/kubernetes/bin/gib"}},
             ]
-        else:
-            worker_env.append({"name": "LD_LIBRARY_PATH", "value": f"{NVIDIA_DIR}/lib64"})
         worker = {
             "groupName": "gpu-workers",
-            "replicas": args.replicas,
-            "minReplicas": args.min_replicas,
-            "maxReplicas": args.max_replicas,
-            "rayStartParams": {},
+            "replicas": replicas,
+            "minReplicas": min_replicas,
+            "maxReplicas": max_replicas,
+            "rayStartParams": ray_start_params,
             "template": {
                 "metadata": {"annotations": worker_annotations},
                 "spec": {
                     "serviceAccountName": args.service_account,
+                    # Workers never call the API server (Workload Identity goes through the
+                    # metadata server, GCS FUSE requests its own tokens).
+                    "automountServiceAccountToken": False,
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                     "nodeSelector": args.worker_node_selector,
                     "tolerations": args.worker_tolerations,
                     "containers": [
                         {
                             "name": "ray-worker",
                             "image": args.image,
+                            "args": [setup],
                             "env": worker_env,
                             "resources": {"requests": worker_resources, "limits": worker_resources},
                             "volumeMounts": mounts,
+                            "securityContext": RAY_CONTAINER_SECURITY,
                         }
                     ],
                     "volumes": volumes,
@@ -268,7 +356,7 @@ class RayWorkload(pulumi.ComponentResource):
         return {
             "rayVersion": args.ray_version,
             # With an autoscaling GPU pool, Ray asks for workers and GKE adds nodes for them.
-            "enableInTreeAutoscaling": args.min_replicas != args.max_replicas,
+            "enableInTreeAutoscaling": min_replicas != max_replicas,
             "headGroupSpec": head,
             "workerGroupSpecs": [worker],
         }

@@ -32,6 +32,9 @@ class WorkloadIdentityArgs:
     namespace: str
     service_account: str
     project_roles: Sequence[str] = WORKLOAD_ROLES
+    pool_exists_after: Sequence[pulumi.Resource] = ()
+    """The cluster: the `<project>.svc.id.goog` pool the principal lives in exists only once the
+    project's first Workload Identity cluster does ("Identity Pool does not exist" otherwise)."""
 
 
 class WorkloadIdentity(pulumi.ComponentResource):
@@ -73,7 +76,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
                 project=args.project,
                 role=role,
                 member=principal,
-                opts=child,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.pool_exists_after)),
             )
         self.namespace = namespace.metadata.name
         self.service_account = ksa.metadata.name

@@ -1,13 +1,16 @@
 """CIDR planning: pure functions, no Pulumi.
 
-The RDMA network needs one subnet per RoCE NIC. The tutorial's layout puts the gVNIC
-subnet at 192.168.0.0/24 and the eight RDMA subnets right after it (192.168.1.0/24 ...
-192.168.8.0/24); `consecutive_subnets` reproduces that from the gVNIC range so a user who
-moves the gVNIC range gets a matching RDMA plan without typing eight CIDRs.
+The RDMA network needs one subnet per RoCE NIC, and every GPU node takes one address in the
+gVNIC subnet and in each RDMA subnet. The tutorial's /24s (192.168.0.0/24, then 192.168.1.0/24
+... 192.168.8.0/24) hold 252 nodes, a quarter of GKE's 1000-node pool. The default plan keeps
+the tutorial's shape - the RDMA subnets right after the gVNIC subnet, `consecutive_subnets` -
+with /21s (2044 nodes each; Cluster Toolkit splits a /18 into the eight RDMA /21s), so a pool
+can grow to its maximum without readdressing. User ranges are checked against the pool size.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from ipaddress import IPv4Network
 from itertools import combinations
@@ -26,6 +29,27 @@ def consecutive_subnets(after: IPv4Network, count: int) -> list[IPv4Network]:
     if last > int(IPv4Network("0.0.0.0/0").broadcast_address):
         raise ValueError(f"{count} subnets of /{after.prefixlen} do not fit after {after}")
     return [IPv4Network((start + i * size, after.prefixlen)) for i in range(count)]
+
+
+RESERVED_PER_SUBNET = 4
+"""Addresses GCP keeps in every subnet's primary range (network, gateway, two at the end)."""
+DEFAULT_MAX_PODS_PER_NODE = 110
+"""GKE's default for Standard clusters; each node then gets a /24 of the pods range."""
+
+
+def usable_addresses(network: IPv4Network) -> int:
+    """Nodes a GCP subnet's primary range can hold."""
+    return max(0, network.num_addresses - RESERVED_PER_SUBNET)
+
+
+def prefix_for(nodes: int) -> int:
+    """The longest prefix whose subnet holds `nodes` nodes."""
+    return 32 - math.ceil(math.log2(nodes + RESERVED_PER_SUBNET))
+
+
+def pod_range_per_node(max_pods: int = DEFAULT_MAX_PODS_PER_NODE) -> int:
+    """Pod addresses GKE reserves per node: the power of two at least twice max pods."""
+    return 1 << math.ceil(math.log2(2 * max_pods))
 
 
 def overlaps(ranges: Mapping[str, IPv4Network]) -> list[tuple[str, str]]:

@@ -5,6 +5,8 @@ Nothing here touches Pulumi; the RayCluster component only places these values.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import shlex
 from dataclasses import dataclass
@@ -77,9 +79,17 @@ def grpo_script(image: str) -> str:
 
 
 def gsm8k_overrides(image: str) -> list[str]:
-    """Dataset overrides that train on GSM8K in the image's config schema."""
+    """Dataset overrides that train and validate on GSM8K in the image's config schema.
+
+    NeMo RL's GSM8K dataset builds only a training split, and GRPO setup refuses to start
+    when validation is on (`grpo.val_period > 0` in grpo_math_1B.yaml) without a validation
+    dataset: validate on GSM8K's test split, as upstream's GSM8K recipes do.
+    """
     if _version(image_tag(image)) >= (0, 6, 0):
-        return ["data.train.dataset_name=gsm8k"]
+        return [
+            "data.train.dataset_name=gsm8k",
+            "data.validation={dataset_name:gsm8k,split:test}",
+        ]
     # v0.5.0 (Google's sample, tutorial-facts §12.1): a response dataset from the HF Hub.
     return [
         "data.dataset_name=ResponseDataset",
@@ -98,9 +108,26 @@ def model_is_gated(model: str) -> bool:
     return model.split("/", 1)[0] in GATED_MODEL_ORGS
 
 
+RUN_ID_LENGTH = 8
+"""Hex digits of a run id derived from the run's definition."""
+GIB_ENV_SCRIPT = f"{GIB_DIR}/scripts/set_nccl_env.sh"
+"""Google's gIB NCCL settings, installed on RDMA GPU nodes with the plugin (and kept current)."""
+GIB_RESOURCE = "nemo_rl_gib"
+"""Ray resource every RDMA worker advertises once; the job's driver asks for it, so the driver
+starts on a worker whose shell has sourced the gIB script (NeMo RL forwards the driver's
+environment to every training and generation process)."""
+
+
 @dataclass(frozen=True)
 class GrpoRun:
-    """Everything that shapes one GRPO run."""
+    """Everything that shapes one GRPO run, and its identity.
+
+    A run is named `<job>-<run id>`. The run id defaults to a fingerprint of what the run is
+    (image, config, model, steps, nodes, GPUs), so changing any of them starts a new run in new
+    directories instead of resuming another run's checkpoints. Pinning the run id keeps the
+    directories, so NeMo RL resumes from the newest checkpoint there; `attempt` makes a new
+    RayJob for the same run (KubeRay never re-runs a finished RayJob).
+    """
 
     image: str
     config: str
@@ -108,14 +135,66 @@ class GrpoRun:
     steps: int
     nodes: int
     gpus_per_node: int
-    checkpoint_dir: str
     wandb: bool
     wandb_project: str
-    run_name: str
+    job: str
+    """Base name of the job (`ray.job.name`)."""
+    runs_dir: str
+    """Folder on the shared volume that holds every run's directory."""
+    run_id: str | None = None
+    """Pinned run id; None derives it from the run's definition."""
+    attempt: int = 1
+    rdma: bool = False
+    """The GPU has RDMA NICs: the driver runs on an RDMA worker with the gIB environment."""
+    tuner_config: str = ""
+    """NCCL tuner file of the GPU (RDMA GPUs only)."""
+
+    def fingerprint(self) -> str:
+        """Short hash of what the run is (not of how it is logged)."""
+        definition = json.dumps(
+            [self.image, self.config, self.model, self.steps, self.nodes, self.gpus_per_node]
+        )
+        return hashlib.sha256(definition.encode()).hexdigest()[:RUN_ID_LENGTH]
+
+    @property
+    def id(self) -> str:
+        """The run id: pinned, or the fingerprint."""
+        return self.run_id or self.fingerprint()
+
+    @property
+    def name(self) -> str:
+        """`<job>-<run id>`: names the run's directories and its W&B run."""
+        return f"{self.job}-{self.id}"
+
+    @property
+    def rayjob_name(self) -> str:
+        """The RayJob of this attempt (a new attempt is a new RayJob of the same run)."""
+        return self.name if self.attempt == 1 else f"{self.name}-a{self.attempt}"
+
+    @property
+    def run_dir(self) -> str:
+        """The run's own directory on the shared volume."""
+        return f"{self.runs_dir.rstrip('/')}/{self.name}"
+
+    @property
+    def checkpoint_dir(self) -> str:
+        """Where NeMo RL writes (and resumes from) checkpoints."""
+        return f"{self.run_dir}/checkpoints"
+
+    @property
+    def log_dir(self) -> str:
+        """Where NeMo RL writes its logs (instead of `logs` inside the container)."""
+        return f"{self.run_dir}/logs"
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the run asks for: NeMo RL checks the cluster has this many before it starts."""
+        return self.nodes * self.gpus_per_node
 
 
-def grpo_entrypoint(run: GrpoRun) -> str:
-    """Shell command that runs NeMo RL's GRPO example from the image's source tree."""
+def grpo_overrides(run: GrpoRun) -> list[str]:
+    """The Hydra overrides the job passes to `run_grpo.py` (NeMo RL parses them in struct mode,
+    so every key must exist in the config or be written `+key`)."""
     overrides = [
         f"policy.model_name={run.model}",
         f"cluster.num_nodes={run.nodes}",
@@ -123,43 +202,53 @@ def grpo_entrypoint(run: GrpoRun) -> str:
         f"grpo.max_num_steps={run.steps}",
         "checkpointing.enabled=true",
         f"checkpointing.checkpoint_dir={run.checkpoint_dir}",
+        f"logger.log_dir={run.log_dir}",
         *gsm8k_overrides(run.image),
         f"logger.wandb_enabled={str(run.wandb).lower()}",
     ]
     if run.wandb:
         overrides += [
             f"logger.wandb.project={run.wandb_project}",
-            f"logger.wandb.name={run.run_name}",
+            f"logger.wandb.name={run.name}",
         ]
-    args = " ".join(shlex.quote(o) for o in overrides)
-    return (
-        f"cd {NEMO_RL_DIR} && uv run python {grpo_script(run.image)}"
-        f" --config {shlex.quote(run.config)} {args}"
+    return overrides
+
+
+def gib_shell_setup(tuner_config: str) -> str:
+    """Shell commands that give a process Google's gIB environment, as Google's NeMo RL sample
+    does before `ray start`: the image's LD_LIBRARY_PATH is kept (the gIB and driver libraries
+    go in front of it, never in its place), then the script on the node sets NCCL's gIB
+    settings, then what the sample adds (GID index) and this GPU's tuner."""
+    return " && ".join(
+        [
+            f"ldconfig {NVIDIA_DIR}/lib64",
+            f"export LD_LIBRARY_PATH={GIB_DIR}/lib64:{NVIDIA_DIR}/lib64"
+            "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}",
+            f"source {GIB_ENV_SCRIPT}",
+            "export NCCL_IB_GID_INDEX=3",
+            f"export NCCL_TUNER_CONFIG_PATH={GIB_DIR}/configs/{tuner_config}",
+        ]
     )
 
 
-def nccl_gib_env(tuner_config: str) -> list[tuple[str, str]]:
-    """NCCL settings for the gIB plugin (what `set_nccl_env.sh` sets; platform-facts §d).
+def gpu_shell_setup() -> str:
+    """Driver libraries in front of the image's LD_LIBRARY_PATH (GPUs without RDMA)."""
+    return f"export LD_LIBRARY_PATH={NVIDIA_DIR}/lib64${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
 
-    Bootstrap and Gloo stay on eth0 (the pod network); data moves over the RDMA NICs.
-    """
-    return [
-        ("NCCL_NET", "gIB"),
-        ("NCCL_NET_PLUGIN", f"{GIB_DIR}/lib64/libnccl-net_internal.so"),
-        ("NCCL_TUNER_CONFIG_PATH", f"{GIB_DIR}/configs/{tuner_config}"),
-        ("NCCL_CROSS_NIC", "0"),
-        ("NCCL_NET_GDR_LEVEL", "PIX"),
-        ("NCCL_P2P_NET_CHUNKSIZE", "131072"),
-        ("NCCL_NVLS_CHUNKSIZE", "524288"),
-        ("NCCL_IB_ADAPTIVE_ROUTING", "1"),
-        ("NCCL_IB_QPS_PER_CONNECTION", "4"),
-        ("NCCL_IB_TC", "52"),
-        ("NCCL_IB_FIFO_TC", "84"),
-        ("NCCL_SOCKET_IFNAME", "eth0"),
-        ("GLOO_SOCKET_IFNAME", "eth0"),
-        ("TP_SOCKET_IFNAME", "eth0"),
-        ("LD_LIBRARY_PATH", f"{GIB_DIR}/lib64:{NVIDIA_DIR}/lib64"),
-    ]
+
+def grpo_script_text(run: GrpoRun) -> str:
+    """The shell script of the job's driver: environment first, then NeMo RL's GRPO example."""
+    setup = gib_shell_setup(run.tuner_config) if run.rdma else gpu_shell_setup()
+    args = " ".join(shlex.quote(o) for o in grpo_overrides(run))
+    return (
+        f"{setup} && mkdir -p {shlex.quote(run.log_dir)} && cd {NEMO_RL_DIR}"
+        f" && uv run python {grpo_script(run.image)} --config {shlex.quote(run.config)} {args}"
+    )
+
+
+def grpo_entrypoint(run: GrpoRun) -> str:
+    """The RayJob entrypoint: the driver script under bash (`source` is not POSIX sh)."""
+    return f"bash -c {shlex.quote(grpo_script_text(run))}"
 
 
 def port_forward_command(namespace: str, service: str) -> str:
@@ -167,9 +256,16 @@ def port_forward_command(namespace: str, service: str) -> str:
     return f"kubectl -n {namespace} port-forward svc/{service} 8265:8265"
 
 
-def submit_command(entrypoint: str) -> str:
-    """`ray job submit` of the GRPO entry point through a dashboard port-forward.
+def submit_command(run: GrpoRun) -> str:
+    """`ray job submit` of the same GRPO run through a dashboard port-forward.
 
-    Tokens are not on the command line: the Ray pods read them from the Kubernetes Secret.
+    Tokens are not on the command line: the Ray pods read them from the Kubernetes Secret. On
+    RDMA GPUs the driver asks for the gIB worker resource, as the RayJob does.
     """
-    return f"ray job submit --address http://localhost:8265 -- bash -c {shlex.quote(entrypoint)}"
+    placement = (
+        f" --entrypoint-resources {shlex.quote(json.dumps({GIB_RESOURCE: 1}))}" if run.rdma else ""
+    )
+    return (
+        f"ray job submit --address http://localhost:8265{placement}"
+        f" -- bash -c {shlex.quote(grpo_script_text(run))}"
+    )

@@ -75,9 +75,12 @@ VERSIONS: Final = VersionTable(
         "https://cloud.google.com/kubernetes-engine/docs/concepts/dws (flex-start for GPUs)",
     ),
     gke_min_lustre_port_988=Pin(
-        "1.33.2-gke.4655000",
-        "https://docs.cloud.google.com/python/docs/reference/container/latest/"
-        "google.cloud.container_v1.types.LustreCsiDriverConfig (legacy port not needed from here)",
+        "1.33.2-gke.4780000",
+        "the later of two sources: the Lustre CSI driver docs give 1.33.2-gke.4780000 for new"
+        " clusters without the legacy port (https://docs.cloud.google.com/kubernetes-engine/docs/"
+        "how-to/persistent-volumes/lustre-csi-driver-new-volume), the API field's description"
+        " 1.33.2-gke.4655000 for nodes (https://docs.cloud.google.com/python/docs/reference/"
+        "container/latest/google.cloud.container_v1.types.LustreCsiDriverConfig)",
     ),
     gke_release_channel=Pin(
         "REGULAR",
@@ -103,9 +106,12 @@ VERSIONS: Final = VersionTable(
         "ray-project/kuberay:helm-chart/kuberay-operator/README.md@v1.7.0 (helm repo add kuberay)",
     ),
     kubectl_image=Pin(
-        "registry.k8s.io/kubectl:v1.34.3",
-        "Kubernetes' official kubectl image (v1.28+ on registry.k8s.io); within kubectl's +-1"
-        " minor skew of the 1.35 control plane; used only to server-side apply KubeRay's CRDs",
+        "registry.k8s.io/kubectl:v1.35.6"
+        "@sha256:4d8c68e8c2bf360b1808927c4d39fb13998c106cac903622d127a2275c844126",
+        "Kubernetes' official kubectl image, tag v1.35.6 (the 1.35 control plane's minor) pinned"
+        " by the digest public manifests reference for that tag (no registry is reachable from"
+        " here: verify with `crane digest registry.k8s.io/kubectl:v1.35.6`); used only to"
+        " server-side apply KubeRay's CRDs",
     ),
     gib_installer_image=Pin(
         "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1",

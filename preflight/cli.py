@@ -150,6 +150,12 @@ def _parser() -> argparse.ArgumentParser:
         help="evaluate with every computed value known (as after `pulumi up`) instead of as a"
         " new stack's first `pulumi preview`, where ids and addresses are unknown",
     )
+    parser.add_argument(
+        "--manifests",
+        type=Path,
+        help="also write every Kubernetes object (and the Pods of Ray clusters) as YAML files"
+        " into this folder, with computed values resolved, for scanners such as checkov",
+    )
     parser.add_argument("--quiet", action="store_true", help="print only the result line")
     return parser
 
@@ -186,6 +192,16 @@ def main(
 
     for warning in result.warnings:
         print(f"preflight: warning: {warning}", file=err)
+    if args.manifests is not None:
+        from preflight.manifests import write_manifests
+
+        resolved = (
+            result
+            if args.known
+            else preflight(stack_file, policy_config=args.policy_config, known=True)
+        )
+        files = write_manifests(resolved.run, args.manifests)
+        print(f"preflight: wrote {len(files)} manifests to {args.manifests}", file=err)
     if args.json is not None:
         args.json.write_text(json.dumps(result.as_json(), indent=2) + "\n", encoding="utf-8")
     if args.graph is not None:

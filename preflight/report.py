@@ -29,6 +29,7 @@ KEY_PROPERTIES: dict[str, tuple[str, ...]] = {
 }
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
+RAYJOB = "kubernetes:ray.io/v1:RayJob"
 NETWORK = "gcp:compute/network:Network"
 LUSTRE = "gcp:lustre/instance:Instance"
 
@@ -116,6 +117,8 @@ class Summary:
     gpu_pools: list[dict[str, Any]] = field(default_factory=list)
     rdma_nics_per_gpu_node: int = 0
     lustre: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    """GRPO runs the stack starts (RayJobs), with their identity, directories and workers."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -126,6 +129,7 @@ class Summary:
             "gpuPools": self.gpu_pools,
             "rdmaNicsPerGpuNode": self.rdma_nics_per_gpu_node,
             "lustre": self.lustre,
+            "runs": self.runs,
         }
 
 
@@ -176,7 +180,9 @@ def summarize(run: ProgramRun) -> Summary:
                 "aggregateMBps": round(aggregate_throughput_mbps(tier, capacity)),
             }
         )
+    runs = [_run_summary(job, run) for job in run.by_type(RAYJOB)]
     return Summary(
+        runs=runs,
         resources=len(run.records),
         resources_by_type=dict(sorted(by_type.items())),
         total_gpus=total,
@@ -184,6 +190,33 @@ def summarize(run: ProgramRun) -> Summary:
         rdma_nics_per_gpu_node=rdma_nics,
         lustre=lustre,
     )
+
+
+def _run_summary(job: Record, run: ProgramRun) -> dict[str, Any]:
+    """A RayJob as the run it starts: name, id, directories, and the workers it gets."""
+    meta = job.inputs.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    spec = job.inputs.get("spec") or {}
+    own = "rayClusterSpec" in spec
+    workers = 0
+    if own:
+        groups = spec["rayClusterSpec"].get("workerGroupSpecs") or []
+        workers = sum(int(_num(g.get("replicas", 0))) for g in groups)
+    else:
+        for cluster in run.by_type("kubernetes:ray.io/v1:RayCluster"):
+            groups = (cluster.inputs.get("spec") or {}).get("workerGroupSpecs") or []
+            workers = sum(int(_num(g.get("replicas", 0))) for g in groups)
+    return {
+        "rayJob": meta.get("name"),
+        "run": annotations.get("nemo-rl-gke/run"),
+        "runId": annotations.get("nemo-rl-gke/run-id"),
+        "attempt": annotations.get("nemo-rl-gke/attempt"),
+        "checkpointDir": annotations.get("nemo-rl-gke/checkpoint-dir"),
+        "logDir": annotations.get("nemo-rl-gke/log-dir"),
+        "gpus": annotations.get("nemo-rl-gke/gpus"),
+        "workers": workers,
+        "cluster": "its own (deleted when the run ends)" if own else "the stack's RayCluster",
+    }
 
 
 def render_summary(summary: Summary) -> str:
@@ -206,6 +239,16 @@ def render_summary(summary: Summary) -> str:
             )
     else:
         lines.append("Lustre: none")
+    for job in summary.runs:
+        lines.append(
+            f"GRPO run {job['run']} (run id {job['runId']}, attempt {job['attempt']}): RayJob"
+            f" {job['rayJob']} on {job['cluster']}, {job['workers']} GPU workers for"
+            f" {job['gpus']} GPUs"
+        )
+        lines.append(f"  checkpoints {job['checkpointDir']}")
+        lines.append(f"  logs        {job['logDir']}")
+    if not summary.runs:
+        lines.append("GRPO run: none (ray.job.enabled is false)")
     return "\n".join(lines)
 
 

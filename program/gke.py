@@ -71,6 +71,8 @@ def build_gke(cfg: StackConfig, nets: Networks, labels: Mapping[str, str]) -> Gk
                 exclusion_start=maintenance.exclusion_start,
             ),
             lustre_csi=cfg.lustre.enabled,
+            # GPU nodes with a gVNIC NIC have a standard NIC outside the cluster VPC.
+            lustre_single_nic=bool(nets.gvnic is not None),
             legacy_lustre_port=cfg.legacy_lustre_port,
             gke_ray_addon=cfg.ray.operator == "gke-addon",
             protect=cfg.protect,

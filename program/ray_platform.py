@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import pulumi
 
 from components.kuberay import KubeRayOperator, KubeRayOperatorArgs
-from components.ray_workload import RayWorkload, RayWorkloadArgs, RdmaWiring
-from planning.ray import grpo_entrypoint, worker_size
+from components.ray_workload import RayJobPlan, RayWorkload, RayWorkloadArgs, RdmaWiring
+from planning.ray import GrpoRun, grpo_entrypoint, worker_size
 from planning.versions import VERSIONS
 from program.gke import Gke
 from program.storage import Volumes
@@ -23,8 +23,8 @@ class RayPlatform:
     operator: KubeRayOperator | None
     """None when GKE's Ray add-on is the operator."""
     workload: RayWorkload
-    entrypoint: str
-    """The GRPO command (the RayJob's entrypoint when the job is enabled)."""
+    run: GrpoRun
+    """The GRPO run (the RayJob's when the job is enabled)."""
 
 
 def build_ray(
@@ -49,8 +49,26 @@ def build_ray(
             ),
             opts=gke.k8s_opts,
         )
-    entrypoint = grpo_entrypoint(cfg.grpo_run)
+    run = cfg.grpo_run
     autoscaling = cfg.gpu.autoscaling
+    job = None
+    if cfg.ray.job.enabled:
+        job = RayJobPlan(
+            name=run.rayjob_name,
+            entrypoint=grpo_entrypoint(run),
+            # A pool that scales from zero has no worker when the job starts, and NeMo RL
+            # checks the GPUs before it asks for any: the job brings up its own workers.
+            own_cluster=autoscaling is not None,
+            workers=run.nodes,
+            annotations={
+                "nemo-rl-gke/run": run.name,
+                "nemo-rl-gke/run-id": run.id,
+                "nemo-rl-gke/attempt": str(run.attempt),
+                "nemo-rl-gke/checkpoint-dir": run.checkpoint_dir,
+                "nemo-rl-gke/log-dir": run.log_dir,
+                "nemo-rl-gke/gpus": f"{run.nodes}x{run.gpus_per_node}",
+            },
+        )
     low = autoscaling.min if autoscaling else cfg.gpu.max_nodes
     workload = RayWorkload(
         "ray",
@@ -78,11 +96,10 @@ def build_ray(
             if gke.gpu_networking is not None
             else None,
             secrets=secrets,
-            job_entrypoint=entrypoint if cfg.ray.job.enabled else None,
-            job_name=cfg.ray.job.name,
+            job=job,
             operator=[operator] if operator is not None else [],
             labels=labels,
         ),
         opts=gke.k8s_opts,
     )
-    return RayPlatform(operator=operator, workload=workload, entrypoint=entrypoint)
+    return RayPlatform(operator=operator, workload=workload, run=run)

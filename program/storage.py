@@ -58,10 +58,12 @@ class Volumes:
 
 
 def build_cloud_storage(
-    cfg: StackConfig, nets: Networks, labels: Mapping[str, str]
+    cfg: StackConfig, nets: Networks, gke: Gke, labels: Mapping[str, str]
 ) -> CloudStorage:
     """Lustre depends only on the VPC, never on the cluster or its pools: the slowest
-    resource of the stack is created in parallel with GKE."""
+    resource of the stack is created in parallel with GKE. Only the bucket's grant to the
+    workload's Workload Identity principal waits for the cluster (whose creation makes the
+    project's identity pool)."""
     lustre = None
     if cfg.lustre.enabled:
         lustre = Lustre(
@@ -98,6 +100,7 @@ def build_cloud_storage(
                 soft_delete_days=cfg.bucket.soft_delete_days,
                 protect=cfg.protect,
                 reader_writers=[principal],
+                principals_exist_after=[gke.cluster],
                 labels=labels,
             ),
         )
@@ -113,6 +116,7 @@ def build_volumes(cfg: StackConfig, storage: CloudStorage, gke: Gke) -> Volumes:
             project_number=storage.project_number,
             namespace=cfg.ray.namespace,
             service_account=cfg.ray.service_account,
+            pool_exists_after=[gke.cluster],
         ),
         opts=gke.k8s_opts,
     )

@@ -8,6 +8,7 @@ the provider namespace, everything else under `nemo-rl-gke:`.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -25,8 +26,15 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from planning.catalog import Capacity, GpuProfile, GpuType, profile
-from planning.cidrs import consecutive_subnets, duplicates, overlaps
+from planning.catalog import Capacity, GpuProfile, GpuType, extra_gvnic_networks, profile
+from planning.cidrs import (
+    consecutive_subnets,
+    duplicates,
+    overlaps,
+    pod_range_per_node,
+    prefix_for,
+    usable_addresses,
+)
 from planning.lustre_tiers import Throughput, capacity_problem
 from planning.naming import (
     BASE_NAME_PATTERN,
@@ -242,12 +250,14 @@ class NetworkConfig(_Model):
         IPv4Network("10.0.32.0/20"), description="Services secondary range."
     )
     gvnic_cidr: Cidr = Field(
-        IPv4Network("192.168.0.0/24"), description="gVNIC subnet (second NIC, eth1)."
+        IPv4Network("192.168.0.0/21"),
+        description="gVNIC subnet (second NIC, eth1); one address per GPU node (a /21 holds"
+        " 2044, GKE's pool maximum is 1000).",
     )
     rdma_cidrs: list[Cidr] | None = Field(
         None,
-        description="One subnet per RDMA NIC; default: consecutive /24s after gvnicCidr"
-        " (192.168.1.0/24 ... 192.168.8.0/24), none for GPUs without RDMA.",
+        description="One subnet per RDMA NIC; default: consecutive subnets of gvnicCidr's size"
+        " after it (192.168.8.0/21 ... 192.168.64.0/21), none for GPUs without RDMA.",
     )
     psa_cidr: Cidr = Field(
         IPv4Network("172.16.0.0/20"),
@@ -299,7 +309,7 @@ class LustreConfig(_Model):
     gke_support: bool = Field(
         False,
         description="Create the instance with GKE support (LNet on port 6988, cluster needs the"
-        " legacy Lustre port). Default false: port 988 with nodes at 1.33.2-gke.4655000+, as"
+        " legacy Lustre port). Default false: port 988 with nodes at 1.33.2-gke.4780000+, as"
         " Google now recommends.",
     )
     capacity_gib: int = Field(
@@ -471,10 +481,25 @@ class JobConfig(_Model):
     gpus_per_node: int | None = Field(
         None, ge=1, le=8, description="cluster.gpus_per_node (default: the node's GPUs)."
     )
-    checkpoint_dir: str = Field(
-        "/data/nemo-rl/checkpoints/grpo-gsm8k",
+    runs_dir: str = Field(
+        "/data/nemo-rl/runs",
         pattern=r"^/data/[A-Za-z0-9_./-]+$",
-        description="Checkpoints on the shared volume mounted at /data.",
+        description="Folder on the shared volume (/data) holding one directory per run"
+        " (<name>-<runId>/checkpoints and /logs).",
+    )
+    run_id: str | None = Field(
+        None,
+        pattern=r"^[a-z0-9]([-a-z0-9]{0,8}[a-z0-9])?$",
+        description="Pin the run's identity (1-10 of a-z, 0-9, -). Default: a fingerprint of"
+        " the image, config, model, steps, nodes and GPUs, so changing any of them starts a new"
+        " run; pin it to resume or extend a run from its checkpoints.",
+    )
+    attempt: int = Field(
+        1,
+        ge=1,
+        le=99,
+        description="Attempt of the run: raise it to run the same run id again (KubeRay never"
+        " re-runs a finished RayJob); NeMo RL resumes from the run's newest checkpoint.",
     )
     wandb: bool = Field(False, description="Log to Weights & Biases (needs wandbApiKey).")
     wandb_project: str = Field("nemo-rl-gke", description="W&B project when wandb is on.")
@@ -673,6 +698,44 @@ class StackConfig(_Model):
                         f"{rdma[j]} overlaps network.rdmaCidrs[{i}] ({net})",
                         "give each RDMA NIC a separate subnet",
                     )
+        yield from self._capacity_problems(rdma)
+
+    def _capacity_problems(self, rdma: list[IPv4Network]) -> Iterator[ConfigProblem]:
+        """Every range must hold the pools at their maximum: GKE stops adding nodes (or pods)
+        when a subnet runs out, long after `pulumi up` succeeded."""
+        gpu_nodes = self.gpu.max_nodes
+        all_nodes = gpu_nodes + self.cluster.system_pool.max
+        per_gpu_node: dict[str, IPv4Network] = {}
+        if extra_gvnic_networks(self.gpu.profile):
+            per_gpu_node["gvnicCidr"] = self.network.gvnic_cidr
+        per_gpu_node.update({f"rdmaCidrs[{i}]": net for i, net in enumerate(rdma)})
+        for key, net in per_gpu_node.items():
+            if usable_addresses(net) < gpu_nodes:
+                yield ConfigProblem(
+                    ("network", key),
+                    f"{net} holds {usable_addresses(net)} GPU nodes, but the GPU pool can scale"
+                    f" to {gpu_nodes}",
+                    f"use a /{prefix_for(gpu_nodes)} or larger (the default plan's /21s hold"
+                    " 2044), or lower gpu.nodes / gpu.autoscaling.max",
+                )
+        primary = self.network.primary_cidr
+        if usable_addresses(primary) < all_nodes:
+            yield ConfigProblem(
+                ("network", "primaryCidr"),
+                f"{primary} holds {usable_addresses(primary)} nodes, but the pools can scale to"
+                f" {all_nodes} ({gpu_nodes} GPU + {self.cluster.system_pool.max} system)",
+                f"use a /{prefix_for(all_nodes)} or larger",
+            )
+        pods = self.network.pods_cidr
+        needed = all_nodes * pod_range_per_node()
+        if pods.num_addresses < needed:
+            yield ConfigProblem(
+                ("network", "podsCidr"),
+                f"{pods} gives {pods.num_addresses // pod_range_per_node()} nodes their pod"
+                f" range ({pod_range_per_node()} addresses each for 110 pods), but the pools can"
+                f" scale to {all_nodes}",
+                f"use a /{32 - math.ceil(math.log2(needed))} or larger",
+            )
 
     @property
     def grpo_run(self) -> GrpoRun:
@@ -685,10 +748,14 @@ class StackConfig(_Model):
             steps=job.steps,
             nodes=job.nodes or max(1, self.gpu.max_nodes),
             gpus_per_node=job.gpus_per_node or row.gpus_per_node,
-            checkpoint_dir=job.checkpoint_dir,
             wandb=job.wandb,
             wandb_project=job.wandb_project,
-            run_name=job.name,
+            job=job.name,
+            runs_dir=job.runs_dir,
+            run_id=job.run_id,
+            attempt=job.attempt,
+            rdma=bool(row.rdma_nics),
+            tuner_config=row.nccl_tuner_config or "",
         )
 
     def _ray_problems(self) -> Iterator[ConfigProblem]:

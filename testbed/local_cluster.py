@@ -361,6 +361,11 @@ def _start(processes: Processes) -> Cluster:
         f"--manage-nodes-with-annotation-selector={FAKE_NODE_ANNOTATION}=fake",
         # Fake pod and node addresses stay on loopback: nothing may dial a real network.
         "--cidr=127.100.0.0/16", "--node-ip=127.0.0.1", "--server-address=127.0.0.1:0",
+        # Nodes heartbeat through Leases, as kubelets do. kwok defaults this only when its
+        # config file holds a KwokConfiguration (ours holds Stages); without it no Lease is
+        # kept, the node controller marks every node NotReady each ~55 s and marks the pods
+        # on them not Ready, which kwok never undoes: Deployments then never become available.
+        "--node-lease-duration-seconds=40",
     ])  # fmt: skip
     cluster = Cluster(api_port=api_port, etcd_port=etcd_port, bins=bins)
     STATE_FILE.write_text(

@@ -11,11 +11,12 @@ from planning.ray import (
     IMAGE_CUDA,
     IMAGE_RAY,
     GrpoRun,
+    gib_shell_setup,
+    gpu_shell_setup,
     grpo_entrypoint,
     grpo_script,
     image_tag,
     model_is_gated,
-    nccl_gib_env,
     submit_command,
     worker_size,
 )
@@ -62,35 +63,65 @@ def run(**changes: object) -> GrpoRun:
         "steps": 10,
         "nodes": 2,
         "gpus_per_node": 8,
-        "checkpoint_dir": "/data/ckpt",
         "wandb": False,
         "wandb_project": "p",
-        "run_name": "grpo-gsm8k",
+        "job": "grpo-gsm8k",
+        "runs_dir": "/data/nemo-rl/runs",
     }
     base.update(changes)
     return GrpoRun(**base)  # type: ignore[arg-type]
 
 
+def words_of(command: str) -> list[str]:
+    """The words of the GRPO command inside the entrypoint's bash script."""
+    (bash, flag, script) = shlex.split(command)
+    assert (bash, flag) == ("bash", "-c")
+    return shlex.split(script.split(" && cd /opt/nemo-rl && ", 1)[1])
+
+
 def test_entrypoint_carries_every_setting() -> None:
-    command = grpo_entrypoint(run())
-    assert command.startswith("cd /opt/nemo-rl && uv run python examples/run_grpo.py")
-    words = shlex.split(command.split("&&", 1)[1])
+    planned = run()
+    words = words_of(grpo_entrypoint(planned))
+    assert words[:5] == ["uv", "run", "python", "examples/run_grpo.py", "--config"]
     for expected in (
-        "--config",
         "examples/configs/grpo_math_8B.yaml",
         "policy.model_name=meta-llama/Llama-3.1-8B-Instruct",
         "cluster.num_nodes=2",
         "cluster.gpus_per_node=8",
         "grpo.max_num_steps=10",
-        "checkpointing.checkpoint_dir=/data/ckpt",
+        f"checkpointing.checkpoint_dir={planned.checkpoint_dir}",
+        f"logger.log_dir={planned.log_dir}",
         "data.train.dataset_name=gsm8k",
+        "data.validation={dataset_name:gsm8k,split:test}",
         "logger.wandb_enabled=false",
     ):
         assert expected in words
     assert not any(w.startswith("logger.wandb.name") for w in words)
-    with_wandb = shlex.split(grpo_entrypoint(run(wandb=True)).split("&&", 1)[1])
+    with_wandb = words_of(grpo_entrypoint(run(wandb=True)))
     assert "logger.wandb_enabled=true" in with_wandb
-    assert "logger.wandb.name=grpo-gsm8k" in with_wandb
+    assert f"logger.wandb.name={run(wandb=True).name}" in with_wandb
+
+
+def test_a_run_s_identity_follows_what_it_is() -> None:
+    base = run()
+    assert base.id == base.fingerprint()
+    assert len(base.id) == 8
+    assert base.name == f"grpo-gsm8k-{base.id}"
+    assert base.rayjob_name == base.name
+    assert base.checkpoint_dir == f"/data/nemo-rl/runs/{base.name}/checkpoints"
+    assert base.log_dir == f"/data/nemo-rl/runs/{base.name}/logs"
+    # What the run is changes its identity (new directories: never another run's checkpoints)
+    for change in ({"steps": 50}, {"model": "Qwen/Qwen3-8B"}, {"nodes": 1}, {"gpus_per_node": 4},
+                   {"config": "examples/configs/grpo_math_1B.yaml"}):  # fmt: skip
+        assert run(**change).id != base.id, change
+    # ... how it is logged does not.
+    assert run(wandb=True, wandb_project="other").id == base.id
+    # A pinned id keeps the directories (resume, or extend to more steps); a new attempt is a
+    # new RayJob of the same run.
+    pinned = run(run_id="exp1", steps=50, attempt=2)
+    assert pinned.name == "grpo-gsm8k-exp1"
+    assert pinned.rayjob_name == "grpo-gsm8k-exp1-a2"
+    assert pinned.checkpoint_dir == "/data/nemo-rl/runs/grpo-gsm8k-exp1/checkpoints"
 
 
 def test_v05_entrypoint_uses_the_tutorials_dataset_overrides() -> None:
@@ -99,22 +130,35 @@ def test_v05_entrypoint_uses_the_tutorials_dataset_overrides() -> None:
     assert "+data.train_data_path=openai/gsm8k" in command
 
 
-def test_submit_command_quotes_the_entrypoint() -> None:
-    entry = grpo_entrypoint(run())
-    command = submit_command(entry)
-    assert command.startswith("ray job submit --address http://localhost:8265 -- bash -c ")
-    assert shlex.split(command)[-1] == entry
+def test_submit_command_runs_the_same_script() -> None:
+    planned = run(rdma=True, tuner_config="tuner_config_a4.txtpb")
+    command = submit_command(planned)
+    words = shlex.split(command)
+    assert words[:4] == ["ray", "job", "submit", "--address"]
+    assert words[words.index("--entrypoint-resources") + 1] == '{"nemo_rl_gib": 1}'
+    assert words[-3:] == ["bash", "-c", shlex.split(grpo_entrypoint(planned))[-1]]
+    assert "--entrypoint-resources" not in submit_command(run())
 
 
 @pytest.mark.parametrize(
     ("gpu", "tuner"), [("b200", "tuner_config_a4.txtpb"), ("h200", "tuner_config_a3u.txtpb")]
 )
-def test_nccl_env_points_at_the_gpu_tuner(gpu: str, tuner: str) -> None:
-    env = dict(nccl_gib_env(GPU_CATALOG[gpu].nccl_tuner_config or ""))  # type: ignore[index]
-    assert env["NCCL_TUNER_CONFIG_PATH"] == f"/usr/local/gib/configs/{tuner}"
-    assert env["NCCL_NET_PLUGIN"] == "/usr/local/gib/lib64/libnccl-net_internal.so"
-    assert env["GLOO_SOCKET_IFNAME"] == "eth0"
-    assert env["LD_LIBRARY_PATH"].split(":") == ["/usr/local/gib/lib64", "/usr/local/nvidia/lib64"]
+def test_gib_setup_sources_google_s_script_and_keeps_the_image_library_path(
+    gpu: str, tuner: str
+) -> None:
+    setup = gib_shell_setup(GPU_CATALOG[gpu].nccl_tuner_config or "")  # type: ignore[index]
+    steps = setup.split(" && ")
+    assert "source /usr/local/gib/scripts/set_nccl_env.sh" in steps
+    assert (
+        "export LD_LIBRARY_PATH=/usr/local/gib/lib64:/usr/local/nvidia/lib64"
+        "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    ) in steps
+    assert "export NCCL_IB_GID_INDEX=3" in steps
+    assert f"export NCCL_TUNER_CONFIG_PATH=/usr/local/gib/configs/{tuner}" in steps
+    assert steps.index("export LD_LIBRARY_PATH=/usr/local/gib/lib64:/usr/local/nvidia/lib64"
+                       "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}") < steps.index(
+        "source /usr/local/gib/scripts/set_nccl_env.sh")  # fmt: skip
+    assert "${LD_LIBRARY_PATH" in gpu_shell_setup()
 
 
 def test_gated_models() -> None:

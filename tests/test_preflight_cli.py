@@ -208,3 +208,23 @@ def test_advisory_only_still_exits_0(tmp_path: Path) -> None:
     code, out, _ = run_cli("--stack", "dev", "--policy-config", str(cfg))
     assert code == 0
     assert "[advisory] gpu-quota" in out
+
+
+def test_a_1000_node_b200_plans_and_only_the_quota_policies_object(tmp_path: Path) -> None:
+    gpu = {**variant("b200", {})["nemo-rl-gke:gpu"], "nodes": 1000}
+    path = write_stack(tmp_path, "b200", variant("b200", {"nemo-rl-gke:gpu": gpu}))
+    code, out, _ = run_cli("--stack-file", str(path), "--quiet")
+    assert code == 1  # planned: the address plan holds 1000 nodes; the quotas do not
+    assert "preflight b200: FAIL" in out
+
+
+def test_a_1000_node_b200_on_tutorial_sized_subnets_exits_2_naming_the_range(
+    tmp_path: Path,
+) -> None:
+    gpu = {**variant("b200", {})["nemo-rl-gke:gpu"], "nodes": 1000}
+    network = {**variant("b200", {})["nemo-rl-gke:network"], "gvnicCidr": "192.168.0.0/24"}
+    config = variant("b200", {"nemo-rl-gke:gpu": gpu, "nemo-rl-gke:network": network})
+    code, _, err = run_cli("--stack-file", str(write_stack(tmp_path, "b200", config)))
+    assert code == 2
+    assert "nemo-rl-gke:network.gvnicCidr: 192.168.0.0/24 holds 252 GPU nodes" in err
+    assert "use a /22 or larger" in err

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from planning.ray import gib_shell_setup
 from preflight.cli import Result
 from preflight.stackfiles import read_project, read_stack
 from stack_config import load_stack_config
@@ -170,9 +171,13 @@ def test_cluster_outputs(b200: Result) -> None:
 
 def test_lustre_port_agreement_in_production(b200: Result) -> None:
     # Recommended default: instance without GKE support (port 988), legacy flag off, nodes at
-    # 1.33.2-gke.4655000+ (the stack's 1.35 minimum covers it).
+    # 1.33.2-gke.4780000+ (the stack's 1.35 minimum covers it); one NIC on GPU nodes.
     addons = by_name(b200)["gke-cluster"].inputs["addonsConfig"]
-    assert addons["lustreCsiDriverConfig"] == {"enabled": True, "enableLegacyLustrePort": False}
+    assert addons["lustreCsiDriverConfig"] == {
+        "enabled": True,
+        "enableLegacyLustrePort": False,
+        "disableMultiNic": True,
+    }
 
 
 def test_production_cluster_is_protected_dev_is_not(b200: Result, dev: Result) -> None:
@@ -313,7 +318,10 @@ def test_rdma_workers_are_wired_per_gpu(stack_name: str, tuner: str, accel: str)
     ]
     (container,) = spec["containers"]
     env = _env(container)
-    assert env["NCCL_TUNER_CONFIG_PATH"] == f"/usr/local/gib/configs/{tuner}"
+    # KubeRay runs the args before `ray start`: Google's gIB script and this GPU's tuner.
+    assert container["args"] == [gib_shell_setup(tuner)]
+    assert "LD_LIBRARY_PATH" not in env  # the image's library path is extended, not replaced
+    assert json.loads(json.loads(worker["rayStartParams"]["resources"])) == {"nemo_rl_gib": 1}
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
     assert container["resources"]["requests"] == container["resources"]["limits"]
     volumes = {v["name"]: v for v in spec["volumes"]}
@@ -398,18 +406,45 @@ def test_no_rayjob_unless_enabled(stack: str) -> None:
     assert "grpoSubmitCommand" in result.run.exports
 
 
-def test_enabled_job_runs_grpo_against_the_cluster(tmp_path: Path) -> None:
+def test_a_job_on_an_autoscaling_pool_brings_up_its_own_workers(tmp_path: Path) -> None:
+    """dev scales its GPU pool from zero, and NeMo RL checks the GPUs before asking for any:
+    the RayJob carries a cluster of exactly the run's workers, deleted when the run ends."""
     result = run_stack(
         "dev", tmp_path, variant("dev", {"nemo-rl-gke:ray": {"job": {"enabled": True, "steps": 3}}})
     )
     job = by_name(result)["ray-job"]
     spec = job.inputs["spec"]
-    assert spec["clusterSelector"] == {"ray.io/cluster": "nemo-rl"}
+    assert "clusterSelector" not in spec
+    assert spec["shutdownAfterJobFinishes"] is True  # the pool goes back to zero
+    (workers,) = spec["rayClusterSpec"]["workerGroupSpecs"]
+    assert (workers["replicas"], workers["minReplicas"], workers["maxReplicas"]) == (2.0, 2.0, 2.0)
+    assert spec["rayClusterSpec"]["enableInTreeAutoscaling"] is False
     assert "examples/run_grpo.py --config examples/configs/grpo_smoke.yaml" in spec["entrypoint"]
     assert "policy.model_name=Qwen/Qwen3-0.6B" in spec["entrypoint"]  # small model on dev
     assert "grpo.max_num_steps=3" in spec["entrypoint"]
+    assert "cluster.num_nodes=2" in spec["entrypoint"]  # = the job cluster's workers
     assert "cluster.gpus_per_node=1" in spec["entrypoint"]
     assert by_name(result)["ray-cluster"].urn in job.dependencies
+
+
+def test_a_job_on_a_fixed_reserved_pool_uses_the_stack_s_raycluster(tmp_path: Path) -> None:
+    config = variant(
+        "b200",
+        {"nemo-rl-gke:ray": {"job": {"enabled": True}}, "nemo-rl-gke:hfToken": {"secure": "v1:x"}},
+    )
+    records = by_name(run_stack("b200", tmp_path, config))
+    spec = records["ray-job"].inputs["spec"]
+    assert spec["clusterSelector"] == {"ray.io/cluster": "nemo-rl"}
+    assert "rayClusterSpec" not in spec
+    workers = records["ray-cluster"].inputs["spec"]["workerGroupSpecs"][0]["replicas"]
+    assert f"cluster.num_nodes={int(workers)}" in spec["entrypoint"]
+    meta = records["ray-job"].inputs["metadata"]
+    run_name = meta["annotations"]["nemo-rl-gke/run"]
+    assert meta["name"] == run_name  # the RayJob is named after the run
+    assert (
+        f"checkpointing.checkpoint_dir=/data/nemo-rl/runs/{run_name}/checkpoints"
+        in spec["entrypoint"]
+    )
 
 
 def test_gated_model_job_without_token_fails_early(tmp_path: Path) -> None:
@@ -483,3 +518,25 @@ def test_dev_relies_on_its_policy_config(tmp_path: Path) -> None:
         ("protect-stateful-resources", "data-bucket"),
         ("bucket-no-force-destroy", "data-bucket"),
     }
+
+
+@pytest.mark.parametrize(("stack", "single_nic"), [("b200", True), ("h200", True)])
+def test_lustre_uses_one_nic_on_gpu_nodes_with_nics_outside_the_cluster_vpc(
+    stack: str, single_nic: bool
+) -> None:
+    """From GKE 1.35.2-gke.1842000 the Lustre CSI driver uses every standard NIC and needs
+    them in one VPC; A4/A3 Ultra nodes' eth1 is in the gVNIC VPC (no access to Lustre)."""
+    from tests.conftest import committed
+
+    cluster = by_name(committed(stack))["gke-cluster"].inputs
+    lustre = cluster["addonsConfig"]["lustreCsiDriverConfig"]
+    assert lustre["enabled"] is True
+    assert lustre.get("disableMultiNic") is single_nic
+
+
+def test_lustre_on_a_gpu_without_extra_nics_keeps_multi_nic(tmp_path: Path) -> None:
+    config = variant("dev", {"nemo-rl-gke:lustre": {"enabled": True}})
+    cluster = by_name(run_stack("dev", tmp_path, config))["gke-cluster"].inputs
+    lustre = cluster["addonsConfig"]["lustreCsiDriverConfig"]
+    assert lustre["enabled"] is True
+    assert "disableMultiNic" not in lustre

@@ -87,7 +87,9 @@ def error_for(vals: dict[str, str]) -> InvalidStackConfig:
 
 def test_base_is_valid() -> None:
     cfg = load_stack_config(values(), "b200")
-    assert [str(c) for c in cfg.rdma_cidrs] == [f"192.168.{i}.0/24" for i in range(1, 9)]
+    # The tutorial's shape (RDMA right after gVNIC) with /21s that hold GKE's largest pool.
+    assert str(cfg.network.gvnic_cidr) == "192.168.0.0/21"
+    assert [str(c) for c in cfg.rdma_cidrs] == [f"192.168.{8 * i}.0/21" for i in range(1, 9)]
     # tutorial-facts §16.1: zonal profile, never the region
     assert (
         cfg.network_profile
@@ -320,7 +322,15 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "version-too-old-for-lustre-988",
         {"cluster": {"minVersion": "1.33.1"}, "lustre": {"enabled": True}},
         "nemo-rl-gke:cluster.minVersion",
-        "1.33.2-gke.4655000, the minimum for Lustre on port 988",
+        "1.33.2-gke.4780000, the minimum for Lustre on port 988",
+    ),
+    (
+        # The Lustre CSI docs (4780000, new clusters) and the API field (4655000, nodes)
+        # disagree; the later pin wins, so a version between them is refused.
+        "version-between-the-two-lustre-sources",
+        {"cluster": {"minVersion": "1.33.2-gke.4700000"}, "lustre": {"enabled": True}},
+        "nemo-rl-gke:cluster.minVersion",
+        "older than 1.33.2-gke.4780000",
     ),
     (
         "version-malformed",
@@ -446,3 +456,37 @@ def test_flex_start_needs_its_minimum_version() -> None:
     err = error_for(values(gpu=flex, cluster={"minVersion": "1.32.2-gke.1475000"}))
     assert "minimum for flex-start" in str(err)
     assert load_stack_config(values(gpu=flex), "b200").gpu.capacity == "flex-start"
+
+
+def gpu_nodes(count: int) -> dict[str, Any]:
+    return {"gpu": gpu(nodes=count)}
+
+
+def test_a_1000_node_b200_plans_with_ranges_that_hold_it() -> None:
+    cfg = load_stack_config(values(**gpu_nodes(1000)), "b200")
+    assert cfg.gpu.max_nodes == 1000
+    for net in [cfg.network.gvnic_cidr, *cfg.rdma_cidrs]:
+        assert net.num_addresses - 4 >= 1000
+
+
+@pytest.mark.parametrize(
+    ("network", "key", "needed"),
+    [
+        ({"gvnicCidr": "192.168.0.0/24"}, "nemo-rl-gke:network.gvnicCidr", "/22"),
+        (
+            {"rdmaCidrs": [f"192.168.{i}.0/24" for i in range(100, 108)]},
+            "nemo-rl-gke:network.rdmaCidrs[0]",
+            "/22",
+        ),
+        ({"primaryCidr": "10.0.0.0/23"}, "nemo-rl-gke:network.primaryCidr", "/22"),
+        ({"podsCidr": "10.4.0.0/16"}, "nemo-rl-gke:network.podsCidr", "/14"),
+    ],
+)
+def test_a_range_too_small_for_the_pool_exits_naming_it_and_the_size_it_needs(
+    network: dict[str, Any], key: str, needed: str
+) -> None:
+    err = error_for(values(network=network, **gpu_nodes(1000)))
+    assert err.key == key
+    assert f"use a {needed} or larger" in err.fix
+    # The same ranges hold a small pool.
+    load_stack_config(values(network=network, **gpu_nodes(2)), "b200")

@@ -15,7 +15,8 @@ import pytest
 
 from components import GpuNodePool, GpuNodePoolArgs, SystemNodePool, SystemNodePoolArgs
 from planning.catalog import GPU_CATALOG
-from tests.harness import run_component
+from preflight.cli import Result
+from tests.harness import by_name, run_component
 
 NETS = [{"network": "g-net", "subnetwork": "g-sub"}] + [
     {"network": "r-net", "subnetwork": f"r-sub-{i}"} for i in range(8)
@@ -199,3 +200,13 @@ def test_system_pool() -> None:
     assert pool["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
     assert "guestAccelerators" not in pool["nodeConfig"]
     assert out == {"nemo-rl-gke/pool": "system"}
+
+
+def test_gpu_pool_ignores_drift_on_fields_that_would_replace_it(b200: Result) -> None:
+    """A spurious diff on these would delete a reserved pool (Cluster Toolkit ignores them too)."""
+    pool = by_name(b200)["gpu-pool"]
+    assert set(pool.ignore_changes) == {
+        "nodeConfig.ephemeralStorageLocalSsdConfig",
+        "initialNodeCount",
+    }
+    assert pool.inputs["nodeConfig"]["ephemeralStorageLocalSsdConfig"]["localSsdCount"] == 32.0

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ import pytest
 from testbed import local_cluster
 from testbed.engine import STATE
 from testbed.engine_stack import environ
+from testbed.gobuild import cache_root
 from testbed.processes import Processes
 from tests.engine.realcli import REPO, Events, Workspace, make_workspace
 
@@ -113,7 +115,7 @@ def our_processes() -> list[str]:
             exe = os.readlink(proc / "exe")
         except OSError:
             continue
-        if "/nemo-rl-gke/go-builds/" in exe:
+        if exe.startswith(str(cache_root() / "go-builds")):
             found.append(f"{proc.name} {exe}")
     return found
 
@@ -172,6 +174,28 @@ def test_every_kubernetes_object_exists_as_declared(b200: str) -> None:
     assert "applied" in (ROOT / "logs" / "agent.log").read_text()
 
 
+def test_fake_nodes_heartbeat_through_leases(b200: str) -> None:
+    # A node without a fresh Lease is marked NotReady by the real node controller (and its
+    # pods not Ready) 50 s (its grace period) after its last heartbeat: look past that.
+    born = min(datetime.fromisoformat(n["metadata"]["creationTimestamp"]) for n in items("nodes"))
+    time.sleep(max(0.0, 70 - (datetime.now(UTC) - born).total_seconds()))
+    leases = {
+        lease["metadata"]["name"]: lease for lease in items("leases", "-n", "kube-node-lease")
+    }
+    for node in items("nodes"):
+        name = node["metadata"]["name"]
+        assert name in leases, f"node {name} keeps no Lease"
+        spec = leases[name]["spec"]
+        age = datetime.now(UTC) - datetime.fromisoformat(spec["renewTime"])
+        assert age.total_seconds() < spec["leaseDurationSeconds"], f"{name}'s Lease is stale"
+        ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
+        assert [c["status"] for c in ready] == ["True"], f"node {name} is not Ready"
+    for pod in items("pods", "-A"):
+        ready = [c["status"] for c in pod["status"]["conditions"] if c["type"] == "Ready"]
+        succeeded = pod["status"].get("phase") == "Succeeded"
+        assert succeeded or ready == ["True"], f"pod {pod['metadata']['name']} is not Ready"
+
+
 def test_kuberay_reconciles_the_raycluster_onto_the_right_nodes(b200: str) -> None:
     pods = {p["metadata"]["name"]: p for p in items("pods", "-n", "nemo-rl")}
     nodes = {n["metadata"]["name"]: n for n in items("nodes")}
@@ -195,9 +219,14 @@ def test_kuberay_reconciles_the_raycluster_onto_the_right_nodes(b200: str) -> No
             c for c in worker["spec"]["containers"] if c["name"] != "gke-gcsfuse-sidecar"
         ]
         assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
-        env = {e["name"]: e.get("value") for e in container["env"]}
-        assert env["NCCL_NET"] == "gIB"
-        assert env["NCCL_TUNER_CONFIG_PATH"].endswith("tuner_config_a4.txtpb")
+        # KubeRay ran our gIB setup before its own `ray start`, in one bash (the raylet's env).
+        assert container["command"] == ["/bin/bash", "-c", "--"]
+        (script,) = container["args"]
+        setup, generated = script.split(" && ulimit -n 65536; ", 1)
+        assert "source /usr/local/gib/scripts/set_nccl_env.sh" in setup
+        assert "export NCCL_TUNER_CONFIG_PATH=/usr/local/gib/configs/tuner_config_a4.txtpb" in setup
+        assert generated.startswith("ray start")
+        assert '--resources="{\\"nemo_rl_gib\\": 1}"' in generated
         volumes = {v["name"]: v for v in worker["spec"]["volumes"]}
         assert volumes["data"]["persistentVolumeClaim"]["claimName"] == "lustre-data"
         assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in worker[
@@ -249,12 +278,17 @@ def test_kuberay_accepts_the_grpo_rayjob(b200: str) -> None:
     try:
         must(pulumi(b200, "up", "--yes", env=env))
 
+        run = json.loads(must(pulumi(b200, "stack", "output", "--json", env=env)).stdout)["grpoRun"]
+
         def reconciled() -> bool:
-            job = kube("get", "rayjobs.ray.io", "grpo-gsm8k", "-n", "nemo-rl")
+            job = kube("get", "rayjobs.ray.io", run, "-n", "nemo-rl")
             return bool(job and job.get("status", {}).get("jobDeploymentStatus"))
 
         wait_until("KubeRay to take up the RayJob", reconciled, timeout=60)
-        job = kube("get", "rayjobs.ray.io", "grpo-gsm8k", "-n", "nemo-rl")
+        job = kube("get", "rayjobs.ray.io", run, "-n", "nemo-rl")
+        assert job["metadata"]["annotations"]["nemo-rl-gke/checkpoint-dir"].startswith(
+            f"/data/nemo-rl/runs/{run}/"
+        )
         assert "examples/run_grpo.py" in job["spec"]["entrypoint"]
         assert "hf_fake_not_real" not in json.dumps(job)
     finally:

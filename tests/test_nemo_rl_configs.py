@@ -1,0 +1,184 @@
+"""The GRPO job against NeMo RL v0.7.0's own configs, parsed the way NeMo RL parses them.
+
+The configs are the shared test data (`../shared/reference/nemo-rl-v0.7.0/configs`, through
+NEMO_RL_GKE_SHARED). Loading follows `nemo_rl/utils/config.py` (SOURCE.md): `defaults:`
+parents resolved beside the child and merged depth-first with OmegaConf, `_override_: true`
+replacing a parent's mapping; the job's overrides go through Hydra's own override parser and
+config loader in struct mode, as `parse_hydra_overrides` does. Then NeMo RL's setup rules are
+checked on the result, for every stack with the job on and a few variants.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig, OmegaConf
+
+from tests.harness import REPO, by_name, run_stack, variant
+
+SHARED = Path(os.environ.get("NEMO_RL_GKE_SHARED", str(REPO.parent / "shared")))
+CONFIGS = SHARED / "reference" / "nemo-rl-v0.7.0" / "configs"
+pytestmark = pytest.mark.skipif(
+    not CONFIGS.exists() and os.environ.get("NEMO_RL_GKE_REQUIRE_SHARED") != "1",
+    reason=f"NeMo RL v0.7.0 configs not found at {CONFIGS} (set NEMO_RL_GKE_SHARED)",
+)
+
+
+def _merge(parent: Any, child: Any) -> Any:
+    """OmegaConf.merge on plain containers (mappings merge, the rest is replaced), except that
+    a child mapping carrying `_override_: true` replaces the parent's mapping."""
+    if isinstance(child, dict):
+        if child.get("_override_") is True:
+            return {k: _merge(None, v) for k, v in child.items() if k != "_override_"}
+        if isinstance(parent, dict):
+            merged = dict(parent)
+            for key, value in child.items():
+                merged[key] = _merge(parent.get(key), value)
+            return merged
+        return {k: _merge(None, v) for k, v in child.items()}
+    return child
+
+
+def _load_raw(path: Path) -> dict[str, Any]:
+    loaded = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    assert isinstance(loaded, dict)
+    raw: dict[str, Any] = {str(k): v for k, v in loaded.items()}
+    defaults = raw.pop("defaults", None)
+    if defaults is None:
+        return raw
+    base: dict[str, Any] = {}
+    for parent in [defaults] if isinstance(defaults, str) else list(defaults):
+        # Parents are resolved relative to the child's folder and loaded depth-first.
+        base = _merge(base, _load_raw(path.parent / str(parent)))
+    merged = _merge(base, raw)
+    assert isinstance(merged, dict)
+    return merged
+
+
+def load_config(path: Path) -> DictConfig:
+    """A NeMo RL config with its `defaults:` chain resolved (the child wins)."""
+    cfg = OmegaConf.create(_load_raw(path))
+    assert isinstance(cfg, DictConfig)
+    return cfg
+
+
+def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
+    """`parse_hydra_overrides`: struct mode, Hydra's parser, Hydra's config loader."""
+    OmegaConf.set_struct(cfg, True)
+    parsed = OverridesParser.create().parse_overrides(overrides=overrides)
+    ConfigLoaderImpl._apply_overrides_to_config(parsed, cfg)
+    return cfg
+
+
+def job_command(result: Any) -> tuple[str, list[str]]:
+    """(config file, overrides) of the RayJob's `run_grpo.py` command."""
+    (_, _, script) = shlex.split(by_name(result)["ray-job"].inputs["spec"]["entrypoint"])
+    words = shlex.split(script.split(" && cd /opt/nemo-rl && ", 1)[1])
+    at = words.index("--config")
+    return words[at + 1], words[at + 2 :]
+
+
+def workers_at_start(result: Any) -> tuple[int, int]:
+    """(GPU workers, GPUs each) the job's cluster has when NeMo RL checks the resources."""
+    records = by_name(result)
+    spec = records["ray-job"].inputs["spec"]
+    cluster = spec.get("rayClusterSpec") or records["ray-cluster"].inputs["spec"]
+    (group,) = cluster["workerGroupSpecs"]
+    (container,) = group["template"]["spec"]["containers"]
+    return int(group["replicas"]), int(container["resources"]["limits"]["nvidia.com/gpu"])
+
+
+SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
+    "dev": ("dev", {}),
+    "dev-20-steps": ("dev", {"steps": 20}),
+    "dev-one-node": ("dev", {"nodes": 1}),
+    "b200": ("b200", {}),
+    "b200-open-8b": ("b200", {"model": "Qwen/Qwen3-8B"}),
+    "b200-1b-config": ("b200", {"config": "examples/configs/grpo_math_1B.yaml"}),
+    "b200-one-node": ("b200", {"nodes": 1, "steps": 100}),
+    "h200": ("h200", {}),
+}
+
+
+def job_result(tmp_path: Path, stack: str, job: dict[str, Any]) -> Any:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    changes: dict[str, Any] = {"nemo-rl-gke:ray": {"job": {"enabled": True, **job}}}
+    if stack != "dev":
+        changes["nemo-rl-gke:hfToken"] = {"secure": "v1:x"}
+    return run_stack(stack, tmp_path, variant(stack, changes))
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_the_job_passes_nemo_rl_s_own_setup_rules(scenario: str, tmp_path: Path) -> None:
+    stack, job = SCENARIOS[scenario]
+    result = job_result(tmp_path, stack, job)
+    config_file, overrides = job_command(result)
+    assert config_file.startswith("examples/configs/")
+    # Every override key exists in the config or is written +key (struct mode raises).
+    cfg = apply_overrides(load_config(CONFIGS / Path(config_file).name), overrides)
+
+    # Validation is configured whenever it is enabled ("Validation dataset is required").
+    grpo = cfg.grpo
+    if grpo.val_period > 0 or grpo.val_at_start or grpo.val_at_end:
+        assert cfg.data.validation is not None, "validation is on without a validation dataset"
+        assert cfg.data.validation.dataset_name == "gsm8k"
+    assert cfg.data.train.dataset_name == "gsm8k"
+
+    # The GPUs the job asks for are there when NeMo RL compares them with the cluster's.
+    workers, gpus_each = workers_at_start(result)
+    assert cfg.cluster.num_nodes <= workers
+    assert cfg.cluster.num_nodes * cfg.cluster.gpus_per_node <= workers * gpus_each
+    assert cfg.cluster.gpus_per_node <= gpus_each
+
+    # Checkpoints and logs land on the shared volume, in the run's own directories.
+    annotations = by_name(result)["ray-job"].inputs["metadata"]["annotations"]
+    assert cfg.checkpointing.enabled is True
+    assert cfg.checkpointing.checkpoint_dir == annotations["nemo-rl-gke/checkpoint-dir"]
+    assert cfg.logger.log_dir == annotations["nemo-rl-gke/log-dir"]
+    for folder in (cfg.checkpointing.checkpoint_dir, cfg.logger.log_dir):
+        assert folder.startswith(f"/data/nemo-rl/runs/{annotations['nemo-rl-gke/run']}/")
+
+
+def test_different_runs_never_share_directories(tmp_path: Path) -> None:
+    """Within a stack (one shared volume), each run has its own checkpoints and logs."""
+    dirs: dict[str, str] = {}
+    for scenario, (stack, job) in SCENARIOS.items():
+        result = job_result(tmp_path / scenario, stack, job)
+        _, overrides = job_command(result)
+        (checkpoints,) = [o for o in overrides if o.startswith("checkpointing.checkpoint_dir=")]
+        same_volume = [d for s, d in dirs.items() if SCENARIOS[s][0] == stack]
+        assert checkpoints not in same_volume, f"{scenario} reuses another run's checkpoints"
+        dirs[scenario] = checkpoints
+    # The same run planned twice is the same run (resumable), not a new one.
+    again = job_result(tmp_path / "again", "dev", {"steps": 20})
+    assert (
+        dict(o.split("=", 1) for o in job_command(again)[1] if "=" in o)[
+            "checkpointing.checkpoint_dir"
+        ]
+        == dirs["dev-20-steps"].split("=", 1)[1]
+    )
+
+
+def test_an_unknown_override_key_is_refused_like_nemo_rl_does() -> None:
+    """The check is real: struct mode rejects a key the config does not have."""
+    cfg = load_config(CONFIGS / "grpo_math_8B.yaml")
+    with pytest.raises(Exception, match="no_such_key"):
+        apply_overrides(cfg, ["grpo.no_such_key=1"])
+    assert apply_overrides(load_config(CONFIGS / "grpo_math_8B.yaml"), ["+grpo.no_such_key=1"])
+
+
+def test_the_inherited_config_says_what_setup_would_refuse() -> None:
+    """Why validation must be set: grpo_math_8B inherits val_period 10 and no validation set."""
+    cfg = load_config(CONFIGS / "grpo_math_8B.yaml")
+    assert cfg.grpo.val_period == 10
+    assert cfg.data.validation is None
+    assert cfg.policy.model_name == "meta-llama/Llama-3.1-8B-Instruct"  # the child wins
+    assert cfg.grpo.max_num_steps == 1000000  # inherited
+    smoke = load_config(CONFIGS / "grpo_smoke.yaml")
+    assert smoke.grpo.val_period == -1

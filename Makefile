@@ -17,7 +17,7 @@ export UV_COMPILE_BYTECODE := 1
 export UV_PYTHON_DOWNLOADS := never
 
 .PHONY: preflight preflight-all test lint fmt typecheck actionlint graph bench check clean \
-	engine engine-test scan local-cluster-build local-cluster local-cluster-down engine-up engine-down
+	engine engine-test scan verify local-cluster-build local-cluster local-cluster-down engine-up engine-down
 
 $(TOOLS)/bin/uv:
 	python3 -m venv $(TOOLS)
@@ -76,6 +76,11 @@ $(CHECKOV): tools/checkov/requirements.txt
 
 scan: .venv/.synced $(CHECKOV)
 	$(RUN) python tools/checkov/scan.py $(CHECKOV)
+
+# The acceptance gates' results of a deployed stack (needs pulumi and kubectl on PATH and the
+# stack's backend, as for `pulumi up`): one table, exit 1 when a gate failed.
+verify: .venv/.synced
+	$(RUN) python -m verify --stack $(STACK)
 
 lint: .venv/.synced
 	$(RUN) ruff format --check .

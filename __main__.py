@@ -10,6 +10,7 @@ from program.gke import build_gke
 from program.networks import build_networks
 from program.ray_platform import build_ray
 from program.storage import build_cloud_storage, build_volumes
+from program.verification import build_verification
 from stack_config import load_stack_config
 from stack_config.pulumi_source import current_config_values, current_secret_keys, secret_outputs
 
@@ -24,7 +25,10 @@ nets = build_networks(cfg)
 gke = build_gke(cfg, nets, labels)
 storage = build_cloud_storage(cfg, nets, gke, labels)  # Lustre in parallel with the cluster
 volumes = build_volumes(cfg, storage, gke)
-ray = build_ray(cfg, gke, volumes, secret_outputs(), {"stack": stack})
+# The gates prove GPUs, RDMA, NCCL and /data before the RayCluster takes the GPUs.
+verification = build_verification(cfg, gke, volumes, {"stack": stack})
+gates = [verification.last] if verification is not None and verification.last else []
+ray = build_ray(cfg, gke, volumes, secret_outputs(), {"stack": stack}, after=gates)
 
 pulumi.export("clusterName", gke.cluster.name)
 pulumi.export("clusterLocation", gke.cluster.location)
@@ -48,3 +52,6 @@ pulumi.export("grpoSubmitCommand", submit_command(ray.run))
 if cfg.ray.job.enabled:
     pulumi.export("grpoRun", ray.run.name)
     pulumi.export("grpoCheckpointDir", ray.run.checkpoint_dir)
+if verification is not None:
+    pulumi.export("verifyJobs", verification.jobs)
+    pulumi.export("verifyCommand", f"make verify STACK={stack}")

@@ -14,18 +14,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from planning.kube import DEFAULT_INTERFACE_ANNOTATION, INTERFACES_ANNOTATION
-from planning.ray import (
-    DATA_DIR,
-    GIB_DIR,
-    GIB_RESOURCE,
-    HF_HOME,
-    NVIDIA_DIR,
-    PodSize,
-    gib_shell_setup,
-    gpu_shell_setup,
-    port_forward_command,
-)
+from components.gpu_pod import GPU_CONTAINER_SECURITY, RdmaWiring, gpu_pod_parts
+from planning.ray import DATA_DIR, GIB_RESOURCE, HF_HOME, PodSize, port_forward_command
 
 RAY_API = "ray.io/v1"
 TOKEN_SECRET = "nemo-rl-tokens"  # noqa: S105 - the Secret's name, not its content
@@ -33,24 +23,6 @@ SECRET_ENV = {"hfToken": "HF_TOKEN", "wandbApiKey": "WANDB_API_KEY"}
 """Stack secret -> environment variable (and Secret key) the NeMo RL scripts read."""
 GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
 DASHBOARD_PORT = 8265
-RAY_CONTAINER_SECURITY: dict[str, Any] = {
-    # What the NeMo RL image allows: it runs as root (uv, ldconfig) and writes to its own tree,
-    # so no read-only root or non-root user; no escalation, no raw sockets, the runtime's
-    # seccomp profile. CUDA, NCCL and RDMA need none of what is taken away.
-    "allowPrivilegeEscalation": False,
-    "capabilities": {"drop": ["NET_RAW"]},
-    "seccompProfile": {"type": "RuntimeDefault"},
-}
-
-
-@dataclass(frozen=True, kw_only=True)
-class RdmaWiring:
-    """What an RDMA worker needs on top of a plain GPU worker."""
-
-    interfaces_annotation: pulumi.Input[str]
-    """From the GpuNetworking component: eth0 + gvnic-1 + rdma-0..N."""
-    tuner_config: str
-    """NCCL tuner file for this GPU (`tuner_config_a4.txtpb` / `tuner_config_a3u.txtpb`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,6 +73,9 @@ class RayWorkloadArgs:
     """The KubeRay operator (its CRDs must exist before any Ray object); empty with the GKE
     add-on, which installs them with the cluster."""
     labels: Mapping[str, str] = field(default_factory=dict)
+    after: Sequence[pulumi.Resource] = ()
+    """What must finish first: the acceptance gates (they need every GPU of the pool, which
+    the workers would otherwise hold)."""
 
 
 class RayWorkload(pulumi.ComponentResource):
@@ -139,7 +114,7 @@ class RayWorkload(pulumi.ComponentResource):
             kind="RayCluster",
             metadata={"name": args.cluster_name, "namespace": args.namespace, "labels": labels},
             spec=spec,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.operator)),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.operator, *args.after]),
         )
         # Ray's pods talk among themselves on every port; from elsewhere only the dashboard
         # (the KubeRay operator submits jobs to it; port-forwards do not pass the policy).
@@ -270,7 +245,7 @@ class RayWorkload(pulumi.ComponentResource):
                             ],
                             "env": env,
                             "resources": {"requests": head_resources, "limits": head_resources},
-                            "securityContext": RAY_CONTAINER_SECURITY,
+                            "securityContext": GPU_CONTAINER_SECURITY,
                             "volumeMounts": [
                                 {"name": "data", "mountPath": DATA_DIR},
                                 {"name": "ray-logs", "mountPath": "/tmp/ray"},
@@ -304,24 +279,15 @@ class RayWorkload(pulumi.ComponentResource):
         # KubeRay runs the container's args, then `&& ulimit ...; ray start`, in one bash: the
         # environment set here is the one of the raylet and of every Ray process it starts.
         # The image's LD_LIBRARY_PATH (cuDNN for Transformer Engine) is extended, never set.
-        setup = gpu_shell_setup()
+        parts = gpu_pod_parts(args.rdma)
+        setup = parts.setup
+        worker_annotations.update(parts.annotations)
+        mounts += parts.mounts
+        volumes += parts.volumes
         ray_start_params: dict[str, str] = {}
         if args.rdma is not None:
-            worker_annotations[DEFAULT_INTERFACE_ANNOTATION] = "eth0"
-            worker_annotations[INTERFACES_ANNOTATION] = args.rdma.interfaces_annotation
-            # Google's own gIB settings, from the script the installer keeps current.
-            setup = gib_shell_setup(args.rdma.tuner_config)
             # Once per RDMA worker: the job's driver asks for it (see planning.ray).
             ray_start_params["resources"] = json.dumps(json.dumps({GIB_RESOURCE: 1}))
-            # Driver libraries and the gIB plugin the installer DaemonSet put on the host.
-            mounts += [
-                {"name": "nvidia", "mountPath": NVIDIA_DIR, "readOnly": True},
-                {"name": "gib", "mountPath": GIB_DIR, "readOnly": True},
-            ]
-            volumes += [
-                {"name": "nvidia", "hostPath": {"path": "/home/kubernetes/bin/nvidia"}},
-                {"name": "gib", "hostPath": {"path": "/home/kubernetes/bin/gib"}},
-            ]
         worker = {
             "groupName": "gpu-workers",
             "replicas": replicas,
@@ -346,7 +312,7 @@ class RayWorkload(pulumi.ComponentResource):
                             "env": worker_env,
                             "resources": {"requests": worker_resources, "limits": worker_resources},
                             "volumeMounts": mounts,
-                            "securityContext": RAY_CONTAINER_SECURITY,
+                            "securityContext": GPU_CONTAINER_SECURITY,
                         }
                     ],
                     "volumes": volumes,

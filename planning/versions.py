@@ -43,6 +43,9 @@ class VersionTable:
     pause_image: Pin
     nemo_rl_image: Pin
     ray_version: Pin
+    # --- Acceptance gates (planning.verify) ---
+    nccl_diagnostic_image: Pin
+    fio_image: Pin
     # --- Engine test bed: built from Go modules, used only by tests, never deployed ---
     engine_pulumi_cli: Pin
     engine_kubernetes_provider: Pin
@@ -130,6 +133,20 @@ VERSIONS: Final = VersionTable(
     ray_version=Pin(
         "2.55.1",
         "NVIDIA-NeMo/RL pyproject.toml@v0.7.0 (ray>=2.55.1); must match the Ray in nemo_rl_image",
+    ),
+    nccl_diagnostic_image=Pin(
+        "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.1.1",
+        "GoogleCloudPlatform/container-engine-accelerators:gpudirect-rdma/nccl-test-a4.yaml and"
+        " nccl-test.yaml (commit 155bfa49): the diagnostic image of the gIB release the installer"
+        " puts on the nodes (v1.1.1, gib_installer_image); Cluster Toolkit v1.95.0's example uses"
+        " v1.1.2. Pinned by tag only: its digest cannot be read here (no registry access) - pin"
+        " it with `crane digest` before production use",
+    ),
+    fio_image=Pin(
+        "docker.io/ljishen/fio:3.36",
+        "Docker Hub ljishen/fio (Alpine with fio 3.36 and busybox sh/awk), the fio image public"
+        " GKE storage benchmarks use; no Google-published fio image exists. Pinned by tag only:"
+        " its digest cannot be read here - pin it, or mirror it into your registry",
     ),
     engine_pulumi_cli=Pin(
         "v3.276.0",

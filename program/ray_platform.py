@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
 
+from components.gpu_pod import RdmaWiring
 from components.kuberay import KubeRayOperator, KubeRayOperatorArgs
-from components.ray_workload import RayJobPlan, RayWorkload, RayWorkloadArgs, RdmaWiring
+from components.ray_workload import RayJobPlan, RayWorkload, RayWorkloadArgs
 from planning.ray import GrpoRun, grpo_entrypoint, worker_size
 from planning.versions import VERSIONS
 from program.gke import Gke
@@ -33,6 +34,7 @@ def build_ray(
     volumes: Volumes,
     secrets: Mapping[str, pulumi.Output[str]],
     labels: Mapping[str, str],
+    after: Sequence[pulumi.Resource] = (),
 ) -> RayPlatform:
     """Operator first (CRDs), then the RayCluster sized from the GPU catalog."""
     gpu = cfg.gpu.profile
@@ -99,6 +101,7 @@ def build_ray(
             job=job,
             operator=[operator] if operator is not None else [],
             labels=labels,
+            after=after,
         ),
         opts=gke.k8s_opts,
     )

@@ -43,6 +43,7 @@ from planning.naming import (
     Names,
 )
 from planning.ray import IMAGE_CUDA, GrpoRun, image_tag
+from planning.verify import GateSettings
 from planning.versions import VERSIONS, gke_at_least
 from stack_config.errors import ConfigProblem
 from stack_config.local_chart import local_chart_version
@@ -561,6 +562,75 @@ class RayConfig(_Model):
         return value
 
 
+Collective = Literal["all_gather", "all_reduce"]
+DEFAULT_COLLECTIVES: tuple[Collective, ...] = ("all_gather", "all_reduce")
+
+
+class GateSwitch(_Model):
+    """One acceptance gate: on or off, and how long `pulumi up` waits for it."""
+
+    enabled: bool = Field(True, description="Run this gate (when verify is on).")
+    timeout_minutes: int | None = Field(
+        None,
+        ge=1,
+        le=600,
+        description="How long the Job may take, image pull included (default per gate).",
+    )
+
+
+class NcclGate(GateSwitch):
+    """NCCL across every GPU node over gIB (nccl-tests, Google's diagnostic image)."""
+
+    collectives: list[Collective] = Field(
+        default_factory=lambda: list(DEFAULT_COLLECTIVES),
+        min_length=1,
+        description="nccl-tests collectives to run, 1K to 8G each.",
+    )
+    min_bus_bandwidth_gbps: float | None = Field(
+        None,
+        gt=0,
+        le=2000,
+        description="all_gather bus bandwidth needed at 8 GiB (default: 85% of Google's"
+        " published figure for the GPU).",
+    )
+    min_avg_bus_bandwidth_gbps: float = Field(
+        100.0, ge=0, le=2000, description="all_gather average bus bandwidth over every size."
+    )
+    min_all_reduce_bus_bandwidth_gbps: float | None = Field(
+        None,
+        gt=0,
+        le=2000,
+        description="all_reduce bus bandwidth needed at 8 GiB (default: reported, not judged;"
+        " no published figure).",
+    )
+
+
+class StorageGate(GateSwitch):
+    """Throughput of /data from every GPU node at once (fio)."""
+
+    min_fraction: float = Field(
+        0.5, gt=0, le=1, description="Share of Lustre's provisioned throughput needed."
+    )
+    bucket_min_mbps: float = Field(
+        100, gt=0, le=100_000, description="MB/s needed when /data is the GCS bucket."
+    )
+
+
+class VerifyConfig(_Model):
+    """Acceptance gates `pulumi up` waits for before the RayCluster is created."""
+
+    enabled: bool | None = Field(
+        None,
+        description="Run the gates (default: on for GPUs with RDMA - b200, h200 - off otherwise).",
+    )
+    gpu_health: GateSwitch = Field(default_factory=GateSwitch, description="GPU count and ECC.")
+    rdma: GateSwitch = Field(
+        default_factory=GateSwitch, description="RDMA devices and NCCL's network, per node."
+    )
+    nccl: NcclGate = Field(default_factory=NcclGate, description="NCCL over gIB, all nodes.")
+    storage: StorageGate = Field(default_factory=StorageGate, description="/data throughput.")
+
+
 class StackConfig(_Model):
     """Everything one stack needs, validated per field and across fields."""
 
@@ -589,6 +659,9 @@ class StackConfig(_Model):
     cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="GKE cluster.")
     bucket: BucketConfig = Field(default_factory=BucketConfig, description="GCS FUSE bucket.")
     ray: RayConfig = Field(default_factory=RayConfig, description="Ray platform.")
+    verify: VerifyConfig = Field(
+        default_factory=VerifyConfig, description="Acceptance gates after the platform is up."
+    )
 
     @property
     def names(self) -> Names:
@@ -736,6 +809,41 @@ class StackConfig(_Model):
                 f" scale to {all_nodes}",
                 f"use a /{32 - math.ceil(math.log2(needed))} or larger",
             )
+
+    @property
+    def verify_enabled(self) -> bool:
+        """verify.enabled, defaulting to on where the GPUs have RDMA NICs."""
+        if self.verify.enabled is not None:
+            return self.verify.enabled
+        return self.gpu.profile.rdma_nics > 0
+
+    @property
+    def gate_settings(self) -> GateSettings:
+        """The verify settings as planning.verify takes them (gates off when verify is off)."""
+        v, on = self.verify, self.verify_enabled
+        timeouts = {
+            name: gate.timeout_minutes * 60
+            for name, gate in (
+                ("gpu-health", v.gpu_health),
+                ("rdma", v.rdma),
+                ("nccl", v.nccl),
+                ("storage", v.storage),
+            )
+            if gate.timeout_minutes is not None
+        }
+        return GateSettings(
+            gpu_health=on and v.gpu_health.enabled,
+            rdma=on and v.rdma.enabled,
+            nccl=on and v.nccl.enabled,
+            storage=on and v.storage.enabled,
+            nccl_collectives=tuple(v.nccl.collectives),
+            nccl_min_busbw=v.nccl.min_bus_bandwidth_gbps,
+            nccl_min_all_reduce_busbw=v.nccl.min_all_reduce_bus_bandwidth_gbps,
+            nccl_min_avg_busbw=v.nccl.min_avg_bus_bandwidth_gbps,
+            storage_min_fraction=v.storage.min_fraction,
+            bucket_min_mbps=v.storage.bucket_min_mbps,
+            timeouts=timeouts,
+        )
 
     @property
     def grpo_run(self) -> GrpoRun:

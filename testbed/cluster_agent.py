@@ -8,19 +8,23 @@ them, saying so in its log:
   manager, same flags) on the same files, read from the local KubeRay chart's `crds/` folder
   by file name instead of from GitHub;
 - the KubeRay operator: once its CRDs exist, the agent starts the real operator on this host
-  against the local API server (the operator Deployment's pod does not run under kwok).
+  against the local API server (the operator Deployment's pod does not run under kwok);
+- the acceptance gates: it runs each gate pod's script with stand-in GPU tools and reports
+  how it ended in the pod's status (testbed.gate_pods).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from testbed.gate_pods import GatePods
 from testbed.processes import Processes
 
 CRD_JOB_PREFIX = "kuberay-crds-"
@@ -64,6 +68,7 @@ class Agent:
         self.crds = Path(options.crds)
         self.processes = Processes(Path(options.root))
         self.handled: set[str] = set()
+        self.gates = GatePods(Path(options.root), self.run_kubectl, say)
 
     def run_kubectl(self, *args: str) -> subprocess.CompletedProcess[str]:
         """kubectl as the admin."""
@@ -134,11 +139,12 @@ class Agent:
 
     def loop(self) -> None:
         """Act until stopped."""
-        say("watching for KubeRay CRD Jobs and the RayCluster CRD")
+        say("watching for KubeRay CRD Jobs, the RayCluster CRD and acceptance gate pods")
         while True:
             for pod in self.crd_job_pods():
                 self.apply_crds(pod)
             self.ensure_operator()
+            self.gates.step()
             time.sleep(1)
 
 
@@ -154,7 +160,15 @@ def main(argv: list[str] | None = None) -> int:
         "--root",
     ):
         parser.add_argument(flag, required=True)
-    Agent(parser.parse_args(argv)).loop()
+    agent = Agent(parser.parse_args(argv))
+
+    def stop(_signum: int, _frame: object) -> None:
+        # Stopped by pid (testbed.processes): take the gate scripts along.
+        agent.gates.stop()
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    agent.loop()
     return 0
 
 

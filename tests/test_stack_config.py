@@ -362,6 +362,24 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "nemo-rl-gke:cluster.maintenance.exclusionScope",
         "NO_MINOR_OR_NODE_UPGRADES",
     ),
+    (
+        "verify-fraction",
+        {"verify": {"storage": {"minFraction": 2}}},
+        "nemo-rl-gke:verify.storage.minFraction",
+        "less than or equal to 1",
+    ),
+    (
+        "verify-collective",
+        {"verify": {"nccl": {"collectives": ["broadcast"]}}},
+        "nemo-rl-gke:verify.nccl.collectives[0]",
+        "all_gather",
+    ),
+    (
+        "verify-unknown-gate",
+        {"verify": {"smoke": {"enabled": True}}},
+        "nemo-rl-gke:verify.smoke",
+        "",
+    ),
 ]
 
 

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -23,9 +24,12 @@ from typing import Any
 
 import pytest
 
+from planning.verify import GATE_ORDER
 from testbed import local_cluster
 from testbed.engine import STATE
 from testbed.engine_stack import environ
+from testbed.gate_pods import SCENARIO_FILE
+from testbed.gate_standins import Scenario
 from testbed.gobuild import cache_root
 from testbed.processes import Processes
 from tests.engine.realcli import REPO, Events, Workspace, make_workspace
@@ -120,6 +124,22 @@ def our_processes() -> list[str]:
     return found
 
 
+def gate_scripts_running() -> list[str]:
+    """Processes running a gate script of the test bed agent."""
+    found = []
+    marker = str(ROOT / "gate-pods")
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline:
+            found.append(f"{proc.name} {cmdline}")
+    return found
+
+
 @pytest.fixture(scope="module")
 def cluster(engine: None) -> Iterator[None]:
     """`make local-cluster` for the module; `make local-cluster-down` after, nothing left over."""
@@ -132,6 +152,7 @@ def cluster(engine: None) -> Iterator[None]:
         down = must(make("local-cluster-down"))
         assert "stopped" in down.stdout or "killed" in down.stdout
         assert our_processes() == [], "a test bed process outlived the run"
+        assert gate_scripts_running() == [], "a gate script outlived the run"
         assert Processes(ROOT).recorded() == []
 
 
@@ -298,6 +319,108 @@ def test_kuberay_accepts_the_grpo_rayjob(b200: str) -> None:
         must(pulumi(b200, "config", "rm", "nemo-rl-gke:hfToken", env=env))
         must(pulumi(b200, "up", "--yes", env=env))
     assert kube("get", "rayjobs.ray.io", "-n", "nemo-rl")["items"] == []
+
+
+def run_verify(stack: str) -> subprocess.CompletedProcess[str]:
+    """`make verify STACK=...` as after `source .tools/engine/env` (the engine's CLI)."""
+    cluster = local_cluster.load()
+    assert cluster is not None
+    return subprocess.run(
+        [
+            sys.executable, "-m", "verify", "--stack", stack,
+            "--pulumi", str(REPO / ".tools" / "engine" / "bin" / "pulumi"),
+            "--kubectl", cluster.bins["kubectl"],
+        ],
+        cwd=REPO, env=environ(), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def completed_at(job: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(job["status"]["completionTime"])
+
+
+def test_up_waited_for_every_gate_before_the_raycluster(b200: str) -> None:
+    jobs = {
+        j["metadata"]["labels"]["nemo-rl-gke/gate"]: j
+        for j in items("jobs", "-n", "nemo-rl", "-l", "nemo-rl-gke/gate")
+    }
+    assert list(jobs) == sorted(GATE_ORDER)
+    for gate in GATE_ORDER:
+        conditions = {c["type"]: c["status"] for c in jobs[gate]["status"]["conditions"]}
+        assert conditions.get("Complete") == "True", gate
+    # One after another, then the RayCluster.
+    starts = [datetime.fromisoformat(jobs[g]["status"]["startTime"]) for g in GATE_ORDER]
+    ends = [completed_at(jobs[g]) for g in GATE_ORDER]
+    for earlier_end, later_start in zip(ends, starts[1:], strict=False):
+        assert earlier_end <= later_start
+    raycluster = kube("get", "rayclusters.ray.io", "nemo-rl", "-n", "nemo-rl")
+    assert datetime.fromisoformat(raycluster["metadata"]["creationTimestamp"]) >= ends[-1]
+    log = (ROOT / "logs" / "agent.log").read_text()
+    assert "gate pod nemo-rl/verify-nccl-" in log
+    assert "stand-in" in log
+
+
+def test_make_verify_prints_every_measurement_against_its_threshold(b200: str) -> None:
+    proc = run_verify(b200)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = {tuple(line.split()[:3]): line.split() for line in proc.stdout.splitlines()}
+    assert rows[("nccl", "2", "nodes")]  # measured across both GPU nodes
+    lines = proc.stdout.splitlines()
+    busbw = next(line.split() for line in lines if "all_gather_busbw_8GiB" in line)
+    assert busbw[-5:] == ["344.46", "GB/s", ">=", "292.8", "PASS"]
+    storage = next(line.split() for line in lines if "write_throughput" in line)
+    # Two nodes at the stand-in's 6 GB/s each, against half of 18000 GiB x 500 MB/s/TiB.
+    assert storage[-5:] == ["12000", "MB/s", ">=", "4394", "PASS"]
+    # One table row per GPU node (the verdict line under the table names the metric again).
+    ecc_rows = [row for row in rows.values() if row[2:3] == ["gpus_with_uncorrected_ecc"]]
+    gpu_nodes = {
+        n["metadata"]["name"]
+        for n in items("nodes", "-l", "cloud.google.com/gke-accelerator=nvidia-b200")
+    }
+    assert len(gpu_nodes) == 2
+    assert {row[1] for row in ecc_rows} == gpu_nodes, proc.stdout
+    assert len(ecc_rows) == 2, proc.stdout
+
+
+def test_a_failing_gate_fails_the_update_with_its_measurement(b200: str) -> None:
+    env = environ()
+    scenario = ROOT / SCENARIO_FILE
+    slow = Scenario(busbw_8g={"all_gather": 250.0, "all_reduce": 200.0})
+    scenario.write_text(slow.to_json(), encoding="utf-8")
+    key = "nemo-rl-gke:verify.nccl.minBusBandwidthGbps"
+    try:
+        # A stricter threshold is a change to what the NCCL gate proves: it runs again.
+        must(pulumi(b200, "config", "set", "--path", key, "300", env=env))
+        failed = pulumi(b200, "up", "--yes", env=env)
+        assert failed.returncode != 0
+        output = failed.stdout + failed.stderr
+        assert (
+            "nccl gate FAILED on 2 nodes: all_gather_busbw_8GiB 250.00 GB/s (needs >= 300)"
+            in output
+        ), output[-4000:]
+        verdict = run_verify(b200)
+        assert verdict.returncode == 1, verdict.stdout + verdict.stderr
+        assert "FAIL" in verdict.stdout
+        # The fabric is fixed: the next up replaces the failed gate Job and passes.
+        scenario.unlink()
+        passed = pulumi(b200, "up", "--yes", env=env)
+        assert passed.returncode == 0, (passed.stdout + passed.stderr)[-4000:]
+        (nccl,) = items("jobs", "-n", "nemo-rl", "-l", "nemo-rl-gke/gate=nccl")
+        assert {c["type"] for c in nccl["status"]["conditions"]} >= {"Complete"}
+        assert run_verify(b200).returncode == 0
+    finally:
+        scenario.unlink(missing_ok=True)
+        pulumi(b200, "config", "rm", "--path", key, env=env)
+        must(pulumi(b200, "up", "--yes", env=env))
+
+
+def test_an_unchanged_up_runs_no_gate_again(b200: str) -> None:
+    before = {
+        j["metadata"]["uid"] for j in items("jobs", "-n", "nemo-rl", "-l", "nemo-rl-gke/gate")
+    }
+    must(pulumi(b200, "up", "--yes"))
+    after = {j["metadata"]["uid"] for j in items("jobs", "-n", "nemo-rl", "-l", "nemo-rl-gke/gate")}
+    assert after == before
 
 
 def test_a_plain_destroy_of_b200_is_stopped_by_protection(b200: str) -> None:

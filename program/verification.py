@@ -1,0 +1,86 @@
+"""The acceptance gates of the stack: planned from its config, placed after the GPU pool, the
+GPU networking objects and /data, before the Ray workload."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from components.gpu_networking import GVNIC_NETWORK, rdma_network_name
+from components.gpu_pod import RdmaWiring
+from components.verification import PlatformVerification, VerificationArgs
+from planning.ray import gib_shell_setup, gpu_shell_setup
+from planning.verify import StorageTarget, VerifyInputs, gate_scripts, plan_gates
+from planning.versions import VERSIONS
+from program.gke import Gke
+from program.storage import Volumes
+from stack_config import StackConfig
+
+
+def verify_inputs(cfg: StackConfig) -> VerifyInputs:
+    """What the gates depend on (each part changes the gates' fingerprints)."""
+    gpu = cfg.gpu.profile
+    rdma = gpu.rdma_nics > 0
+    networks = (
+        (GVNIC_NETWORK, *(rdma_network_name(i) for i in range(gpu.rdma_nics))) if rdma else ()
+    )
+    storage = (
+        StorageTarget("lustre", cfg.lustre.capacity_gib, cfg.lustre.throughput)
+        if cfg.lustre.enabled
+        else StorageTarget("bucket")
+    )
+    return VerifyInputs(
+        gpu_type=gpu.key,
+        gpus_per_node=gpu.gpus_per_node,
+        rdma_nics=gpu.rdma_nics,
+        nodes=cfg.gpu.max_nodes,
+        pool="/".join(
+            [
+                cfg.names.cluster,
+                f"gpu-{gpu.key}",
+                gpu.machine_type,
+                cfg.gpu.capacity,
+                cfg.gpu.reservation or "",
+                cfg.gpu.placement,
+            ]
+        ),
+        networks=networks,
+        worker_setup=gib_shell_setup(gpu.nccl_tuner_config or "") if rdma else gpu_shell_setup(),
+        diagnostic_image=VERSIONS.nccl_diagnostic_image.value,
+        fio_image=VERSIONS.fio_image.value,
+        storage=storage,
+    )
+
+
+def build_verification(
+    cfg: StackConfig, gke: Gke, volumes: Volumes, labels: Mapping[str, str]
+) -> PlatformVerification | None:
+    """The gate Jobs; None when the stack runs no gate."""
+    gates = plan_gates(verify_inputs(cfg), cfg.gate_settings)
+    if not gates:
+        return None
+    networking = gke.gpu_networking
+    claim = volumes.lustre or volumes.bucket
+    return PlatformVerification(
+        "verify",
+        VerificationArgs(
+            namespace=volumes.identity.namespace,
+            service_account=volumes.identity.service_account,
+            gates=gates,
+            scripts=gate_scripts(),
+            node_selector=gke.gpu_pool.node_selector,
+            tolerations=gke.gpu_pool.tolerations,
+            data_claim=volumes.data_claim,
+            data_is_gcsfuse=volumes.gcsfuse,
+            rdma=RdmaWiring(
+                interfaces_annotation=networking.interfaces_annotation,
+                tuner_config=cfg.gpu.profile.nccl_tuner_config or "",
+            )
+            if networking is not None
+            else None,
+            # The GPU pool is not behind the Kubernetes provider (only the system pool is): a
+            # gate created before its nodes exist would spend its deadline waiting for them.
+            after=[r for r in (gke.gpu_pool, networking, claim, volumes.identity) if r is not None],
+            labels=labels,
+        ),
+        opts=gke.k8s_opts,
+    )

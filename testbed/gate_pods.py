@@ -1,0 +1,238 @@
+"""The kubelet's part for the acceptance gates' pods under kwok, done by the test bed agent.
+
+kwok makes a gate pod Running and never completes it (testbed.local_cluster leaves gate pods
+out of kwok's pod-complete stage). Once every pod of a gate Job is Running, this runs each
+pod's container command - the real script from the pod's ConfigMap, with the environment
+the pod spec gives it (values, fieldRefs, `$(VAR)` references) - on this host, with the tools
+of a GPU node replaced by testbed.gate_standins. When a script exits, the pod's status gets
+what a kubelet would write: the container terminated with its exit code and its termination
+message, phase Succeeded or Failed. The real Job controller and pulumi-kubernetes take it
+from there. The only rewrites, logged for every pod: host paths of the node (/usr/local/gib,
+/usr/local/nvidia) and the shared volume (/data) point at folders of the test bed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from testbed.gate_standins import Scenario, install, local_setup
+
+GATE_LABEL = "nemo-rl-gke/gate"
+SCENARIO_FILE = "gate-scenario.json"
+"""In the local cluster's folder: what the fake hardware measures (default: a healthy node)."""
+
+
+@dataclass
+class Running:
+    """A gate script running for one pod."""
+
+    pod: str
+    namespace: str
+    uid: str
+    proc: subprocess.Popen[str]
+    termination_log: Path
+    started: str
+    image: str
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def field_value(pod: dict[str, Any], path: str) -> str:
+    """A downward-API fieldRef (`spec.nodeName`, `metadata.labels['x']`, ...)."""
+    match = re.fullmatch(r"metadata\.(labels|annotations)\['([^']+)'\]", path)
+    if match:
+        return str(pod["metadata"].get(match.group(1), {}).get(match.group(2), ""))
+    value: Any = pod
+    for part in path.split("."):
+        value = value.get(part, "") if isinstance(value, dict) else ""
+    return str(value)
+
+
+def container_env(pod: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:
+    """The container's environment as the kubelet builds it."""
+    env: dict[str, str] = {}
+    for item in container.get("env", []):
+        if "value" in item:
+            # `$(NAME)` expands earlier variables, as Kubernetes does.
+            env[item["name"]] = re.sub(
+                r"\$\((\w+)\)", lambda m: env.get(m.group(1), m.group(0)), item["value"]
+            )
+        elif "fieldRef" in item.get("valueFrom", {}):
+            env[item["name"]] = field_value(pod, item["valueFrom"]["fieldRef"]["fieldPath"])
+    return env
+
+
+class GatePods:
+    """Runs gate pods' scripts and reports how they ended."""
+
+    def __init__(
+        self,
+        root: Path,
+        kubectl: Callable[..., subprocess.CompletedProcess[str]],
+        say: Callable[[str], None],
+    ) -> None:
+        self.root = root
+        self.work = root / "gate-pods"
+        self.kubectl = kubectl
+        self.say = say
+        self.running: dict[str, Running] = {}
+        self.done: set[str] = set()
+
+    def scenario(self) -> Scenario:
+        """The scenario file of the local cluster's folder, or a healthy node."""
+        path = self.root / SCENARIO_FILE
+        return Scenario.from_json(path.read_text(encoding="utf-8")) if path.exists() else Scenario()
+
+    def _get(self, *args: str) -> list[dict[str, Any]]:
+        proc = self.kubectl("get", *args, "-o", "json")
+        if proc.returncode != 0:
+            return []
+        return list(json.loads(proc.stdout).get("items", []))
+
+    def step(self) -> None:
+        """One round: start what is ready, report what ended, stop what was deleted."""
+        pods = self._get("pods", "-A", "-l", GATE_LABEL)
+        alive = {p["metadata"]["uid"] for p in pods if not p["metadata"].get("deletionTimestamp")}
+        for uid, run in list(self.running.items()):
+            if uid not in alive:
+                run.proc.kill()
+                run.proc.wait()
+                self.say(f"gate pod {run.pod} was deleted: stopped its script")
+                del self.running[uid]
+                self.done.add(uid)
+            elif run.proc.poll() is not None:
+                self._report(run)
+                del self.running[uid]
+                self.done.add(uid)
+        by_job: dict[str, list[dict[str, Any]]] = {}
+        for pod in pods:
+            by_job.setdefault(pod["metadata"]["labels"].get("job-name", ""), []).append(pod)
+        for job, members in by_job.items():
+            fresh = [
+                p for p in members if p["metadata"]["uid"] not in self.done | set(self.running)
+            ]
+            if not fresh:
+                continue
+            wanted = self._parallelism(members[0])
+            running = [p for p in members if p["status"].get("phase") == "Running"]
+            # Pods of one gate wait for one another; start them together once all run.
+            if len(running) < wanted or any(p not in running for p in fresh):
+                continue
+            for pod in fresh:
+                self._start(job, pod)
+
+    def _parallelism(self, pod: dict[str, Any]) -> int:
+        job = pod["metadata"]["labels"].get("job-name", "")
+        found = self.kubectl("get", "job", job, "-n", pod["metadata"]["namespace"], "-o", "json")
+        if found.returncode != 0:
+            return 10**6
+        return int(json.loads(found.stdout)["spec"].get("parallelism", 1))
+
+    def _start(self, job: str, pod: dict[str, Any]) -> None:
+        meta, spec = pod["metadata"], pod["spec"]
+        (container,) = spec["containers"]
+        namespace = meta["namespace"]
+        hostname = spec.get("hostname") or meta["name"]
+        home = self.work / job / hostname
+        home.mkdir(parents=True, exist_ok=True)
+        gates = home / "gates"
+        gates.mkdir(exist_ok=True)
+        (volume,) = [v for v in spec["volumes"] if v["name"] == "gates"]
+        found = self.kubectl(
+            "get", "configmap", volume["configMap"]["name"], "-n", namespace, "-o", "json"
+        )
+        for name, text in json.loads(found.stdout)["data"].items():
+            (gates / name).write_text(text, encoding="utf-8")
+        tools = install(home / "node", self.scenario())
+        env = container_env(pod, container)
+        if "GPU_SETUP" in env:
+            env["GPU_SETUP"] = local_setup(env["GPU_SETUP"], tools)
+        if "GATE_DATA" in env:
+            # The shared volume: one folder for every pod of the Job, as /data is.
+            env["GATE_DATA"] = str(self.work / job / "data" / env["GATE_DATA"].lstrip("/"))
+        log = home / "termination-log"
+        log.unlink(missing_ok=True)
+        env.update(tools)
+        env.update(
+            {
+                "GATES_DIR": str(gates),
+                "GATE_TMP": str(home),
+                "GATE_STANDIN_PODS": str(self.work / job),
+                "TERMINATION_LOG": str(log),
+                "PEER_WAIT_SECONDS": "0.5",
+                "HOME": str(home),
+            }
+        )
+        interpreter, script = container["command"][:2]
+        argv = [interpreter, str(gates / Path(script).name)]
+        out = (home / "container.log").open("w", encoding="utf-8")
+        proc = subprocess.Popen(
+            argv, env=env, stdout=out, stderr=subprocess.STDOUT, text=True, cwd=home
+        )
+        self.running[meta["uid"]] = Running(
+            meta["name"], namespace, meta["uid"], proc, log, _now(), container["image"]
+        )
+        self.say(
+            f"gate pod {namespace}/{meta['name']}: no container runs under kwok; running its"
+            f" command `{interpreter} {script}` from its ConfigMap on this host with stand-in"
+            f" GPU, RDMA, nccl-tests, mpirun, ssh and fio tools ({tools['NVIDIA_SMI']} ...),"
+            " /usr/local/gib, /usr/local/nvidia and /data pointed at test bed folders"
+        )
+
+    def _report(self, run: Running) -> None:
+        code = run.proc.returncode
+        log = run.termination_log
+        message = log.read_text(encoding="utf-8") if log.exists() else ""
+        phase = "Succeeded" if code == 0 else "Failed"
+        status = {
+            "status": {
+                "phase": phase,
+                "conditions": [
+                    {"type": "Ready", "status": "False", "reason": "PodCompleted"},
+                    {"type": "ContainersReady", "status": "False", "reason": "PodCompleted"},
+                ],
+                "containerStatuses": [
+                    {
+                        "name": "gate",
+                        "image": run.image,
+                        "imageID": "",
+                        "ready": False,
+                        "restartCount": 0,
+                        "started": False,
+                        "state": {
+                            "terminated": {
+                                "exitCode": code,
+                                "reason": "Completed" if code == 0 else "Error",
+                                "message": message,
+                                "startedAt": run.started,
+                                "finishedAt": _now(),
+                            }
+                        },
+                    }
+                ],
+            }
+        }
+        patched = self.kubectl(
+            "patch", "pod", run.pod, "-n", run.namespace, "--subresource=status",
+            "--type=merge", "-p", json.dumps(status),
+        )  # fmt: skip
+        first = message.splitlines()[0] if message else "(no termination message)"
+        self.say(f"gate pod {run.namespace}/{run.pod} exited {code}: {first}")
+        if patched.returncode != 0:
+            self.say(f"could not set the status of {run.pod}: {patched.stderr.strip()}")
+
+    def stop(self) -> None:
+        """Kill every script still running (the agent is being stopped)."""
+        for run in self.running.values():
+            run.proc.kill()
+            run.proc.wait()
+        self.running.clear()

@@ -1,0 +1,69 @@
+"""`make verify`'s reading of gate results, on termination messages the real scripts wrote."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from testbed.gate_standins import Scenario
+from tests.gates.harness import run_gate
+from tests.gates.test_gate_scripts import b200
+from verify.results import exit_code, parse_message, report, table
+
+
+def pod(job: str, index: int, message: str, phase: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": f"{job}-{index}-x", "labels": {"job-name": job}},
+        "status": {
+            "phase": phase,
+            "containerStatuses": [
+                {"name": "gate", "state": {"terminated": {"message": message, "exitCode": 0}}}
+            ],
+        },
+    }
+
+
+def job(name: str, condition: str | None) -> dict[str, Any]:
+    conditions = [{"type": condition, "status": "True"}] if condition else []
+    return {"metadata": {"name": name}, "status": {"conditions": conditions}}
+
+
+def test_a_passing_and_a_failing_gate_in_one_table(tmp_path: Path) -> None:
+    plans = b200()
+    health = run_gate(plans["gpu-health"], tmp_path / "h")
+    slow = Scenario(busbw_8g={"all_gather": 250.0, "all_reduce": 200.0})
+    nccl = run_gate(plans["nccl"], tmp_path / "n", slow)
+    jobs = {"gpu-health": plans["gpu-health"].job_name, "nccl": plans["nccl"].job_name}
+    pods = [
+        *(pod(jobs["gpu-health"], i, r.message, "Succeeded") for i, r in enumerate(health)),
+        *(pod(jobs["nccl"], i, r.message, "Failed") for i, r in enumerate(nccl) if r.message),
+    ]
+    reports = report(jobs, [job(jobs["gpu-health"], "Complete"), job(jobs["nccl"], "Failed")], pods)
+    text = table(reports)
+    assert exit_code(reports) == 1
+    lines = text.splitlines()
+    assert lines[0].split() == ["gate", "on", "measured", "value", "needs", "result"]
+    row = next(line for line in lines if "all_gather_busbw_8GiB" in line)
+    assert row.split() == ["nccl", "2", "nodes", "all_gather_busbw_8GiB", "250.00", "GB/s", ">=",
+                           "292.8", "FAIL"]  # fmt: skip
+    health_rows = [line for line in lines if line.startswith("gpu-health  ") and " gpus " in line]
+    assert {r.split()[1] for r in health_rows} == {"gpu-node-0", "gpu-node-1"}
+    assert f"nccl ({jobs['nccl']}): failed - nccl gate FAILED on 2 nodes:" in text
+
+
+def test_all_passed_is_exit_0_and_unfinished_is_exit_3(tmp_path: Path) -> None:
+    plans = b200()
+    runs = run_gate(plans["gpu-health"], tmp_path)
+    jobs = {"gpu-health": plans["gpu-health"].job_name}
+    pods = [pod(jobs["gpu-health"], i, r.message, "Succeeded") for i, r in enumerate(runs)]
+    assert exit_code(report(jobs, [job(jobs["gpu-health"], "Complete")], pods)) == 0
+    assert exit_code(report(jobs, [job(jobs["gpu-health"], None)], [])) == 3
+    missing = report(jobs, [], [])
+    assert missing[0].state == "missing"
+    assert "MISSING" in table(missing)
+
+
+def test_lines_that_are_not_results_are_ignored() -> None:
+    message = "gpu-health gate passed on n: x\nnoise\nRESULT g m 1 >= 1 u PASS node a\nRESULT short"
+    (only,) = parse_message(message)
+    assert (only.metric, only.scope) == ("m", "node a")

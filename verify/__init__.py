@@ -1,0 +1,1 @@
+"""`make verify STACK=...`: the acceptance gates' results of a deployed stack, as one table."""

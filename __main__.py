@@ -52,6 +52,15 @@ pulumi.export("grpoSubmitCommand", submit_command(ray.run))
 if cfg.ray.job.enabled:
     pulumi.export("grpoRun", ray.run.name)
     pulumi.export("grpoCheckpointDir", ray.run.checkpoint_dir)
-if verification is not None:
-    pulumi.export("verifyJobs", verification.jobs)
+# Gate -> Job name (the GRPO smoke's too): what `make verify` reads.
+gate_jobs = [verification.jobs] if verification is not None else []
+if ray.workload.smoke_job is not None:
+    gate_jobs.append(ray.workload.smoke_job.apply(lambda job: {"grpo-smoke": job}))
+if gate_jobs:
+    pulumi.export(
+        "verifyJobs",
+        pulumi.Output.all(*gate_jobs).apply(
+            lambda maps: {k: v for m in maps for k, v in m.items()}
+        ),
+    )
     pulumi.export("verifyCommand", f"make verify STACK={stack}")

@@ -15,7 +15,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.gpu_pod import GPU_CONTAINER_SECURITY, RdmaWiring, gpu_pod_parts
+from components.smoke_gate import GrpoSmokeGate, SmokeGateArgs
 from planning.ray import DATA_DIR, GIB_RESOURCE, HF_HOME, PodSize, port_forward_command
+from planning.verify import SmokePlan
 
 RAY_API = "ray.io/v1"
 TOKEN_SECRET = "nemo-rl-tokens"  # noqa: S105 - the Secret's name, not its content
@@ -76,11 +78,16 @@ class RayWorkloadArgs:
     after: Sequence[pulumi.Resource] = ()
     """What must finish first: the acceptance gates (they need every GPU of the pool, which
     the workers would otherwise hold)."""
+    smoke: SmokePlan | None = None
+    """The GRPO smoke gate: runs on the RayCluster once it exists; the RayJob waits for it."""
+    smoke_script: str = ""
+    """gates/grpo_smoke.py (with `smoke`)."""
 
 
 class RayWorkload(pulumi.ComponentResource):
     """Token Secret, RayCluster (head on the system pool, one worker per GPU node), a PDB that
-    keeps voluntary evictions (node drains) away from a running cluster, and the RayJob."""
+    keeps voluntary evictions (node drains) away from a running cluster, the GRPO smoke gate
+    when asked for, and the RayJob (after the smoke)."""
 
     cluster_name: pulumi.Output[str]
     """RayCluster name."""
@@ -88,6 +95,8 @@ class RayWorkload(pulumi.ComponentResource):
     """Head service (`<cluster>-head-svc`): dashboard 8265, GCS 6379, client 10001."""
     port_forward_command: pulumi.Output[str]
     """`kubectl port-forward` to the Ray dashboard."""
+    smoke_job: pulumi.Output[str] | None
+    """The GRPO smoke gate's Job name once it passed; None without the gate."""
 
     def __init__(
         self, name: str, args: RayWorkloadArgs, opts: pulumi.ResourceOptions | None = None
@@ -142,6 +151,25 @@ class RayWorkload(pulumi.ComponentResource):
             },
             opts=child,
         )
+        head_service = f"{args.cluster_name}-head-svc"
+        job_after: list[pulumi.Resource] = [ray_cluster]
+        self.smoke_job = None
+        if args.smoke is not None:
+            smoke = GrpoSmokeGate(
+                f"{name}-smoke",
+                SmokeGateArgs(
+                    namespace=args.namespace,
+                    plan=args.smoke,
+                    script=args.smoke_script,
+                    dashboard_service=head_service,
+                    node_selector=args.head_node_selector,
+                    after=[ray_cluster],
+                    labels=args.labels,
+                ),
+                opts=child,
+            )
+            self.smoke_job = smoke.job_name
+            job_after.append(smoke.job)
         if args.job is not None:
             job = args.job
             job_spec: dict[str, Any] = {
@@ -173,10 +201,9 @@ class RayWorkload(pulumi.ComponentResource):
                     "annotations": dict(job.annotations),
                 },
                 spec=job_spec,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[ray_cluster]),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=job_after),
             )
 
-        head_service = f"{args.cluster_name}-head-svc"
         self.cluster_name = pulumi.Output.from_input(args.cluster_name)
         self.head_service = ray_cluster.urn.apply(lambda _: head_service)
         self.port_forward_command = pulumi.Output.from_input(args.namespace).apply(
@@ -187,6 +214,7 @@ class RayWorkload(pulumi.ComponentResource):
                 "cluster_name": self.cluster_name,
                 "head_service": self.head_service,
                 "port_forward_command": self.port_forward_command,
+                "smoke_job": self.smoke_job,
             }
         )
 

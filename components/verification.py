@@ -44,6 +44,39 @@ MEASURE_SECURITY: dict[str, Any] = {
     "seccompProfile": {"type": "RuntimeDefault"},
 }
 NON_ROOT = {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532}
+VERDICT_HOLD_SECONDS = 5
+"""How long a gate pod stays Running after its gate container ended (see verdict_holder)."""
+VERDICT_HOLDER = "hold-verdict"
+
+
+def verdict_holder(image: str) -> dict[str, Any]:
+    """A sidecar that keeps the pod Running for a few seconds after the gate container ended.
+
+    pulumi-kubernetes (v4.25.0 pkg/await/job.go) fails the update as soon as its Job watch
+    sees the Job Failed, with the pod messages its separate pod watch has delivered by then. A
+    one-container pod fails in the same status update that ends its container, and the Job
+    controller marks the Job Failed moments later: the gate's verdict line (the termination
+    message) would race the Job's failure. While this sidecar drains (the kubelet stops
+    sidecars only after the main container ended), the pod shows the ended gate container
+    with its message for a few seconds before the Job can fail, so the order is certain.
+    """
+    return {
+        "name": VERDICT_HOLDER,
+        "image": image,
+        # A native sidecar: an init container that runs beside the main one.
+        "restart_policy": "Always",
+        "command": [
+            "/bin/sh",
+            "-c",
+            f"trap 'sleep {VERDICT_HOLD_SECONDS}; exit 0' TERM; while :; do sleep 1; done",
+        ],
+        "resources": {
+            "requests": {"cpu": "10m", "memory": "16Mi"},
+            "limits": {"cpu": "100m", "memory": "32Mi"},
+        },
+        "image_pull_policy": "Always",
+        "security_context": {**MEASURE_SECURITY, **NON_ROOT},
+    }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -249,6 +282,7 @@ class PlatformVerification(pulumi.ComponentResource):
                     "node_selector": args.node_selector,
                     "tolerations": args.tolerations,
                     **pod,
+                    "init_containers": [verdict_holder(plan.image)],
                     "containers": [
                         {
                             "name": "gate",

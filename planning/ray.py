@@ -148,6 +148,9 @@ class GrpoRun:
     """The GPU has RDMA NICs: the driver runs on an RDMA worker with the gIB environment."""
     tuner_config: str = ""
     """NCCL tuner file of the GPU (RDMA GPUs only)."""
+    checkpoints: bool = True
+    """Write (and resume from) checkpoints in the run's directory. The GRPO smoke runs without:
+    a smoke run that resumed from an earlier one's last step would pass without training."""
 
     def fingerprint(self) -> str:
         """Short hash of what the run is (not of how it is logged)."""
@@ -200,8 +203,11 @@ def grpo_overrides(run: GrpoRun) -> list[str]:
         f"cluster.num_nodes={run.nodes}",
         f"cluster.gpus_per_node={run.gpus_per_node}",
         f"grpo.max_num_steps={run.steps}",
-        "checkpointing.enabled=true",
-        f"checkpointing.checkpoint_dir={run.checkpoint_dir}",
+        *(
+            ["checkpointing.enabled=true", f"checkpointing.checkpoint_dir={run.checkpoint_dir}"]
+            if run.checkpoints
+            else ["checkpointing.enabled=false"]
+        ),
         f"logger.log_dir={run.log_dir}",
         *gsm8k_overrides(run.image),
         f"logger.wandb_enabled={str(run.wandb).lower()}",

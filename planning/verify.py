@@ -1,9 +1,10 @@
 """Pure planning of the acceptance gates: which gates a stack runs, their thresholds, and names.
 
 A gate is a Kubernetes Job that `pulumi up` waits for. Its pods run one of the scripts in
-`gates/` (POSIX sh + awk, mounted from a ConfigMap) and end with a verdict line in their
-termination message. The thresholds are derived here, with their sources, so preflight can
-print them and tests can check them without a cluster.
+`gates/` (POSIX sh + awk, mounted from a ConfigMap; the GRPO smoke's is Python, standard
+library only, and runs after the RayCluster instead of before it) and end with a verdict
+line in their termination message. The thresholds are derived here, with their sources, so
+preflight can print them and tests can check them without a cluster.
 
 A gate's Job is named after a fingerprint of everything it proves (scripts, image, shell
 setup, thresholds, node count, pool and networks): an unchanged stack plans no new gate run,
@@ -15,9 +16,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final, Literal
+
+from planning.ray import GIB_RESOURCE, GrpoRun, grpo_entrypoint
 
 GATES_DIR = Path(__file__).resolve().parents[1] / "gates"
 """The gate scripts shipped to the cluster (ConfigMap data)."""
@@ -136,6 +139,8 @@ class GateSettings:
     bucket_min_mbps: float = BUCKET_MIN_MBPS
     timeouts: Mapping[str, int] = field(default_factory=dict)
     """Per-gate overrides of TIMEOUTS, in seconds."""
+    grpo_smoke: bool = False
+    smoke_steps: int = 3
 
 
 @dataclass(frozen=True)
@@ -371,3 +376,122 @@ def plan_gates(inputs: VerifyInputs, settings: GateSettings) -> list[GatePlan]:
             )
         )
     return gates
+
+
+# --- GRPO smoke: a few NeMo RL steps on the RayCluster, before the job ---
+
+SMOKE_GATE: Final = "grpo-smoke"
+SMOKE_SCRIPT: Final = "grpo_smoke.py"
+"""Python 3, standard library only: it talks to Ray's job REST API, as KubeRay does."""
+SMOKE_CONFIG: Final = "examples/configs/grpo_smoke.yaml"
+"""NeMo RL's own smoke recipe (on grpo_math_1B.yaml): GSM8K, 2 prompts x 4 generations."""
+SMOKE_MODEL: Final = "Qwen/Qwen3-0.6B"
+"""The model grpo_smoke.yaml names: small, and not gated (no token needed)."""
+SMOKE_TIMEOUT_SECONDS = 60 * 60
+"""Image already on the workers; model and dataset downloads, vLLM start-up, a few steps."""
+SMOKE_STOP_MARGIN_SECONDS = 60
+"""The script stops the Ray job this long before the Job's deadline, so its verdict is what
+ends a smoke that hangs."""
+SMOKE_POLL_SECONDS = 15
+
+
+@dataclass(frozen=True)
+class SmokePlan:
+    """The GRPO smoke gate: a Job that submits the smoke run to the RayCluster and waits."""
+
+    job_name: str
+    run: GrpoRun
+    """The smoke run: the job's run with NeMo RL's smoke config, 1 GPU, no checkpoints."""
+    entrypoint: str
+    """Word for word what a RayJob of this run would submit (planning.ray)."""
+    entrypoint_resources: Mapping[str, int]
+    """As the RayJob asks: the gIB worker resource on RDMA GPUs."""
+    image: str
+    timeout_seconds: int
+    thresholds: tuple[Threshold, ...]
+    fingerprint: str
+
+
+def smoke_run(job_run: GrpoRun, steps: int) -> GrpoRun:
+    """The job's run (image, GPU setup, run folder) on NeMo RL's smoke config."""
+    return replace(
+        job_run,
+        config=SMOKE_CONFIG,
+        model=SMOKE_MODEL,
+        steps=steps,
+        nodes=1,
+        gpus_per_node=1,
+        wandb=False,
+        job=SMOKE_GATE,
+        run_id=None,
+        attempt=1,
+        checkpoints=False,
+    )
+
+
+def smoke_script() -> str:
+    """gates/grpo_smoke.py (ConfigMap data of the smoke gate)."""
+    return (GATES_DIR / SMOKE_SCRIPT).read_text(encoding="utf-8")
+
+
+def plan_smoke(
+    job_run: GrpoRun,
+    inputs: VerifyInputs,
+    *,
+    steps: int,
+    image: str,
+    timeout_seconds: int | None = None,
+) -> SmokePlan:
+    """The smoke gate of a stack. It runs again when the run, the image or the platform it
+    proves (pool, networks, worker setup) changes."""
+    run = smoke_run(job_run, steps)
+    entrypoint = grpo_entrypoint(run)
+    resources = {GIB_RESOURCE: 1} if run.rdma else {}
+    script = smoke_script()
+    fingerprint = _fingerprint(
+        {
+            "gate": SMOKE_GATE,
+            "script": script,
+            "image": image,
+            "entrypoint": entrypoint,
+            "resources": resources,
+            "pool": inputs.pool,
+            "networks": list(inputs.networks),
+            "worker_setup": inputs.worker_setup,
+        }
+    )
+    timeout = timeout_seconds or SMOKE_TIMEOUT_SECONDS
+    return SmokePlan(
+        job_name=f"verify-{SMOKE_GATE}-{fingerprint}",
+        run=replace(run, run_id=fingerprint),
+        entrypoint=grpo_entrypoint(replace(run, run_id=fingerprint)),
+        entrypoint_resources=resources,
+        image=image,
+        timeout_seconds=timeout,
+        thresholds=(
+            Threshold("job_status", "=", "SUCCEEDED", "name", f"{steps} GRPO steps, Ray's verdict"),
+            Threshold(
+                "duration",
+                "<=",
+                str(timeout - SMOKE_STOP_MARGIN_SECONDS),
+                "s",
+                "stopped before the Job's deadline",
+            ),
+        ),
+        fingerprint=fingerprint,
+    )
+
+
+def smoke_env(plan: SmokePlan, dashboard_service: str) -> dict[str, str]:
+    """The smoke gate container's environment (after POD_NAMESPACE and GATE_RUN_ID)."""
+    return {
+        "GATE_NAME": SMOKE_GATE,
+        "GATE_SCOPE": f"{plan.run.nodes * plan.run.gpus_per_node} GPU",
+        "RAY_DASHBOARD": f"http://{dashboard_service}.$(POD_NAMESPACE).svc.cluster.local:8265",
+        "SUBMISSION_PREFIX": plan.job_name,
+        "ENTRYPOINT": plan.entrypoint,
+        "ENTRYPOINT_RESOURCES": json.dumps(dict(plan.entrypoint_resources)),
+        "DEADLINE_SECONDS": str(plan.timeout_seconds - SMOKE_STOP_MARGIN_SECONDS),
+        "POLL_SECONDS": str(SMOKE_POLL_SECONDS),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }

@@ -46,6 +46,7 @@ class VersionTable:
     # --- Acceptance gates (planning.verify) ---
     nccl_diagnostic_image: Pin
     fio_image: Pin
+    smoke_gate_image: Pin
     # --- Engine test bed: built from Go modules, used only by tests, never deployed ---
     engine_pulumi_cli: Pin
     engine_kubernetes_provider: Pin
@@ -147,6 +148,13 @@ VERSIONS: Final = VersionTable(
         "Docker Hub ljishen/fio (Alpine with fio 3.36 and busybox sh/awk), the fio image public"
         " GKE storage benchmarks use; no Google-published fio image exists. Pinned by tag only:"
         " its digest cannot be read here - pin it, or mirror it into your registry",
+    ),
+    smoke_gate_image=Pin(
+        "docker.io/library/python:3.13-slim",
+        "Docker Hub's official Python image: the GRPO smoke gate's script needs Python 3's"
+        " standard library only (it calls Ray's job API; the run itself uses the NeMo RL image"
+        " on the RayCluster). Pinned by tag only: its digest cannot be read here - pin it, or"
+        " mirror it into your registry",
     ),
     engine_pulumi_cli=Pin(
         "v3.276.0",

@@ -11,9 +11,11 @@ from components.gpu_pod import RdmaWiring
 from components.kuberay import KubeRayOperator, KubeRayOperatorArgs
 from components.ray_workload import RayJobPlan, RayWorkload, RayWorkloadArgs
 from planning.ray import GrpoRun, grpo_entrypoint, worker_size
+from planning.verify import plan_smoke, smoke_script
 from planning.versions import VERSIONS
 from program.gke import Gke
 from program.storage import Volumes
+from program.verification import verify_inputs
 from stack_config import StackConfig
 
 
@@ -71,6 +73,18 @@ def build_ray(
                 "nemo-rl-gke/gpus": f"{run.nodes}x{run.gpus_per_node}",
             },
         )
+    settings = cfg.gate_settings
+    smoke = (
+        plan_smoke(
+            run,
+            verify_inputs(cfg),
+            steps=settings.smoke_steps,
+            image=VERSIONS.smoke_gate_image.value,
+            timeout_seconds=settings.timeouts.get("grpo-smoke"),
+        )
+        if settings.grpo_smoke
+        else None
+    )
     low = autoscaling.min if autoscaling else cfg.gpu.max_nodes
     workload = RayWorkload(
         "ray",
@@ -99,6 +113,8 @@ def build_ray(
             else None,
             secrets=secrets,
             job=job,
+            smoke=smoke,
+            smoke_script=smoke_script() if smoke is not None else "",
             operator=[operator] if operator is not None else [],
             labels=labels,
             after=after,

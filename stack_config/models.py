@@ -616,6 +616,15 @@ class StorageGate(GateSwitch):
     )
 
 
+class SmokeGate(GateSwitch):
+    """A short GRPO run (NeMo RL's own smoke config) through the same RayJob path as the job."""
+
+    enabled: bool = Field(
+        False, description="Run the GRPO smoke gate (when verify is on); off by default."
+    )
+    steps: int = Field(3, ge=1, le=100, description="grpo.max_num_steps of the smoke run.")
+
+
 class VerifyConfig(_Model):
     """Acceptance gates `pulumi up` waits for before the RayCluster is created."""
 
@@ -629,6 +638,10 @@ class VerifyConfig(_Model):
     )
     nccl: NcclGate = Field(default_factory=NcclGate, description="NCCL over gIB, all nodes.")
     storage: StorageGate = Field(default_factory=StorageGate, description="/data throughput.")
+    grpo_smoke: SmokeGate = Field(
+        default_factory=SmokeGate,
+        description="A few GRPO steps on the RayCluster before the job starts (off by default).",
+    )
 
 
 class StackConfig(_Model):
@@ -828,6 +841,7 @@ class StackConfig(_Model):
                 ("rdma", v.rdma),
                 ("nccl", v.nccl),
                 ("storage", v.storage),
+                ("grpo-smoke", v.grpo_smoke),
             )
             if gate.timeout_minutes is not None
         }
@@ -843,6 +857,8 @@ class StackConfig(_Model):
             storage_min_fraction=v.storage.min_fraction,
             bucket_min_mbps=v.storage.bucket_min_mbps,
             timeouts=timeouts,
+            grpo_smoke=on and v.grpo_smoke.enabled,
+            smoke_steps=v.grpo_smoke.steps,
         )
 
     @property
@@ -887,6 +903,14 @@ class StackConfig(_Model):
                 ("ray", "job", "gpusPerNode"),
                 f"{row.machine_type} has {row.gpus_per_node} GPUs, not {job.gpus_per_node}",
                 f"set ray.job.gpusPerNode to at most {row.gpus_per_node}",
+            )
+        autoscaling = self.gpu.autoscaling
+        if self.gate_settings.grpo_smoke and autoscaling is not None and autoscaling.min == 0:
+            yield ConfigProblem(
+                ("verify", "grpoSmoke", "enabled"),
+                "the smoke runs on the stack's RayCluster, whose workers start at 0 with"
+                " gpu.autoscaling.min 0, and NeMo RL never asks the autoscaler for GPUs",
+                "set gpu.autoscaling.min to 1 or more, or turn verify.grpoSmoke off",
             )
         cuda = IMAGE_CUDA.get(image_tag(VERSIONS.nemo_rl_image.value))
         if cuda is not None and cuda[0] >= 13 and self.gpu.driver_version != "LATEST":

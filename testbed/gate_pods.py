@@ -13,16 +13,20 @@ from there. The only rewrites, logged for every pod: host paths of the node (/us
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import signal
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from testbed.gate_standins import Scenario, install, local_setup
+from testbed.ray_dashboard_standin import DashboardStandin, SmokeScenario
 
 GATE_LABEL = "nemo-rl-gke/gate"
 SCENARIO_FILE = "gate-scenario.json"
@@ -40,6 +44,23 @@ class Running:
     termination_log: Path
     started: str
     image: str
+    dashboard: DashboardStandin | None = None
+    sidecars: list[tuple[str, subprocess.Popen[str]]] = field(default_factory=list)
+    """Native sidecars (restartPolicy Always init containers): name and process."""
+    ended: str = ""
+    """When the main container ended (the sidecars are being stopped); empty while it runs."""
+
+    def kill(self) -> None:
+        """Stop the main container and the sidecars."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for _, sidecar in self.sidecars:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(sidecar.pid, signal.SIGKILL)
+            sidecar.wait()
+        if self.dashboard is not None:
+            self.dashboard.stop()
 
 
 def _now() -> str:
@@ -69,6 +90,13 @@ def container_env(pod: dict[str, Any], container: dict[str, Any]) -> dict[str, s
         elif "fieldRef" in item.get("valueFrom", {}):
             env[item["name"]] = field_value(pod, item["valueFrom"]["fieldRef"]["fieldPath"])
     return env
+
+
+def _custom_resources(group: dict[str, Any]) -> list[str]:
+    """Ray resources a worker group advertises (`rayStartParams.resources` holds a quoted
+    JSON object, as `ray start --resources` takes it)."""
+    quoted = group.get("rayStartParams", {}).get("resources")
+    return list(json.loads(json.loads(quoted))) if quoted else []
 
 
 class GatePods:
@@ -104,13 +132,20 @@ class GatePods:
         alive = {p["metadata"]["uid"] for p in pods if not p["metadata"].get("deletionTimestamp")}
         for uid, run in list(self.running.items()):
             if uid not in alive:
-                run.proc.kill()
-                run.proc.wait()
+                run.kill()
                 self.say(f"gate pod {run.pod} was deleted: stopped its script")
                 del self.running[uid]
                 self.done.add(uid)
-            elif run.proc.poll() is not None:
-                self._report(run)
+            elif run.proc.poll() is not None and not run.ended and run.sidecars:
+                # As the kubelet does: the main container has ended, the pod stays Running
+                # while its sidecars get SIGTERM and drain.
+                run.ended = _now()
+                self._report(run, final=False)
+                for _, sidecar in run.sidecars:
+                    sidecar.send_signal(signal.SIGTERM)
+            elif run.proc.poll() is not None and all(p.poll() is not None for _, p in run.sidecars):
+                run.kill()
+                self._report(run, final=True)
                 del self.running[uid]
                 self.done.add(uid)
         by_job: dict[str, list[dict[str, Any]]] = {}
@@ -173,14 +208,31 @@ class GatePods:
             }
         )
         interpreter, script = container["command"][:2]
+        dashboard = None
+        if "RAY_DASHBOARD" in env:
+            dashboard = self._dashboard(env, namespace)
         argv = [interpreter, str(gates / Path(script).name)]
         out = (home / "container.log").open("w", encoding="utf-8")
         proc = subprocess.Popen(
             argv, env=env, stdout=out, stderr=subprocess.STDOUT, text=True, cwd=home
         )
+        sidecars = []
+        for init in spec.get("initContainers", []):
+            if init.get("restartPolicy") != "Always":
+                continue
+            # Its own command, as is: it needs nothing of the node.
+            sidecar_log = (home / f"{init['name']}.log").open("w", encoding="utf-8")
+            argv = [*init.get("command", []), *init.get("args", [])]
+            # A session of its own: its children (sleep) go with it when it is killed.
+            started = subprocess.Popen(
+                argv, stdout=sidecar_log, stderr=subprocess.STDOUT, text=True, cwd=home,
+                start_new_session=True,
+            )  # fmt: skip
+            sidecars.append((init["name"], started))
         self.running[meta["uid"]] = Running(
-            meta["name"], namespace, meta["uid"], proc, log, _now(), container["image"]
-        )
+            meta["name"], namespace, meta["uid"], proc, log, _now(), container["image"],
+            dashboard, sidecars,
+        )  # fmt: skip
         self.say(
             f"gate pod {namespace}/{meta['name']}: no container runs under kwok; running its"
             f" command `{interpreter} {script}` from its ConfigMap on this host with stand-in"
@@ -188,18 +240,68 @@ class GatePods:
             " /usr/local/gib, /usr/local/nvidia and /data pointed at test bed folders"
         )
 
-    def _report(self, run: Running) -> None:
+    def _dashboard(self, env: dict[str, str], namespace: str) -> DashboardStandin | None:
+        """The GRPO smoke's Ray dashboard: a stand-in on 127.0.0.1, once the RayCluster's
+        head Service it names exists (cluster DNS does not reach this host)."""
+        match = re.fullmatch(
+            r"http://([^.]+)\.([^.]+)\.svc\.cluster\.local:8265", env["RAY_DASHBOARD"]
+        )
+        service = (
+            self.kubectl("get", "service", match.group(1), "-n", match.group(2)) if match else None
+        )
+        if match is None or service is None or service.returncode != 0:
+            self.say(f"smoke gate: no head Service behind {env['RAY_DASHBOARD']}: nothing answers")
+            env["RAY_DASHBOARD"] = "http://127.0.0.1:9"
+            return None
+        # The driver's placement the RayCluster offers: what the smoke must ask for.
+        clusters = self._get("rayclusters.ray.io", "-n", namespace)
+        owner = [c for c in clusters if f"{c['metadata']['name']}-head-svc" == match.group(1)]
+        groups = owner[0]["spec"].get("workerGroupSpecs", []) if owner else []
+        offered = {key: 1 for group in groups for key in _custom_resources(group)}
+        scenario = self.scenario().smoke
+        standin = DashboardStandin(SmokeScenario(**scenario), expected_resources=offered).start()
+        env["RAY_DASHBOARD"] = standin.url
+        self.say(
+            f"smoke gate: {match.group(1)} exists; its Ray dashboard is a stand-in at"
+            f" {standin.url} (no Ray runs here) that checks the submission and answers"
+            f" {standin.scenario.status}"
+        )
+        return standin
+
+    def _report(self, run: Running, *, final: bool) -> None:
+        """The pod's status as the kubelet writes it: once the main container ended (the pod
+        still Running while sidecars drain), and once everything has ended (final)."""
         code = run.proc.returncode
         log = run.termination_log
         message = log.read_text(encoding="utf-8") if log.exists() else ""
-        phase = "Succeeded" if code == 0 else "Failed"
+        phase = ("Succeeded" if code == 0 else "Failed") if final else "Running"
+        reason = "PodCompleted" if final else "ContainersNotReady"
+        finished = run.ended or _now()
+        sidecars = []
+        for name, proc in run.sidecars:
+            state: dict[str, Any] = (
+                {"terminated": {"exitCode": proc.returncode, "reason": "Completed",
+                                "startedAt": run.started, "finishedAt": _now()}}
+                if final
+                else {"running": {"startedAt": run.started}}
+            )  # fmt: skip
+            sidecars.append(
+                {"name": name, "image": run.image, "imageID": "", "ready": not final,
+                 "restartCount": 0, "started": not final, "state": state}
+            )  # fmt: skip
         status = {
             "status": {
                 "phase": phase,
+                # The whole list, as the kubelet keeps it (a merge patch replaces lists):
+                # scheduled and initialized stay True; only readiness ends.
                 "conditions": [
-                    {"type": "Ready", "status": "False", "reason": "PodCompleted"},
-                    {"type": "ContainersReady", "status": "False", "reason": "PodCompleted"},
+                    {"type": "PodReadyToStartContainers", "status": "True"},
+                    {"type": "Initialized", "status": "True"},
+                    {"type": "PodScheduled", "status": "True"},
+                    {"type": "Ready", "status": "False", "reason": reason},
+                    {"type": "ContainersReady", "status": "False", "reason": reason},
                 ],
+                "initContainerStatuses": sidecars,
                 "containerStatuses": [
                     {
                         "name": "gate",
@@ -214,7 +316,7 @@ class GatePods:
                                 "reason": "Completed" if code == 0 else "Error",
                                 "message": message,
                                 "startedAt": run.started,
-                                "finishedAt": _now(),
+                                "finishedAt": finished,
                             }
                         },
                     }
@@ -226,13 +328,15 @@ class GatePods:
             "--type=merge", "-p", json.dumps(status),
         )  # fmt: skip
         first = message.splitlines()[0] if message else "(no termination message)"
-        self.say(f"gate pod {run.namespace}/{run.pod} exited {code}: {first}")
+        if final:
+            self.say(f"gate pod {run.namespace}/{run.pod} exited {code}: {first}")
+        else:
+            self.say(f"gate pod {run.namespace}/{run.pod}: gate container ended, sidecars stopping")
         if patched.returncode != 0:
             self.say(f"could not set the status of {run.pod}: {patched.stderr.strip()}")
 
     def stop(self) -> None:
         """Kill every script still running (the agent is being stopped)."""
         for run in self.running.values():
-            run.proc.kill()
-            run.proc.wait()
+            run.kill()
         self.running.clear()

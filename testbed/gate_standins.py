@@ -15,6 +15,7 @@ import shlex
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -37,6 +38,8 @@ class Scenario:
         default_factory=lambda: {"write": 6_000_000_000, "read": 7_000_000_000}
     )
     """Per node."""
+    smoke: dict[str, Any] = field(default_factory=dict)
+    """How the GRPO smoke's Ray job ends (testbed.ray_dashboard_standin.SmokeScenario)."""
 
     def to_json(self) -> str:
         """The scenario file the stand-ins read."""

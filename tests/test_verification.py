@@ -241,3 +241,19 @@ def test_dev_with_verify_on_mounts_the_bucket_with_gcsfuse(tmp_path: Path) -> No
     assert storage["metadata"]["annotations"]["gke-gcsfuse/volumes"] == "true"
     assert set(jobs(result)) == {"gpu-health", "storage"}
     _ = committed  # the committed stacks are cached by conftest
+
+
+def test_every_gate_pod_holds_its_verdict_long_enough_to_be_read(b200: Result) -> None:
+    """A native sidecar keeps each gate pod Running for a few seconds after the gate ended, so
+    pulumi-kubernetes reads the verdict before the Job fails (engine tests: the update's
+    error carries the gate's line)."""
+    for gate, job in jobs(b200).items():
+        pod = job["spec"]["template"]["spec"]
+        (holder,) = pod["initContainers"]
+        assert holder["restartPolicy"] == "Always", gate
+        assert holder["image"] == pod["containers"][0]["image"]
+        script = holder["command"][-1]
+        assert "trap 'sleep 5; exit 0' TERM" in script
+        assert holder["securityContext"]["runAsNonRoot"] is True
+        # The drain fits in the pod's grace period (the kubelet's default, 30 s).
+        assert pod.get("terminationGracePeriodSeconds", 30) > 5

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from verify.results import exit_code, report, table
+from verify.results import GATE_LABEL, exit_code, latest_jobs, report, table
 
 
 def _run(args: list[str], **kwargs: Any) -> str:
@@ -48,8 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         kubeconfig.write_text(outputs["kubeconfig"], encoding="utf-8")
         kubeconfig.chmod(0o600)
         kubectl = [options.kubectl, "--kubeconfig", str(kubeconfig), "-n", namespace]
+        live = json.loads(_run([*kubectl, "get", "jobs", "-l", GATE_LABEL, "-o", "json"]))
+        jobs = latest_jobs(jobs, live.get("items", []))
         selector = f"job-name in ({','.join(sorted(jobs.values()))})"
-        live = json.loads(_run([*kubectl, "get", "jobs", "-l", "nemo-rl-gke/gate", "-o", "json"]))
         pods = json.loads(_run([*kubectl, "get", "pods", "-l", selector, "-o", "json"]))
     reports = report(jobs, live.get("items", []), pods.get("items", []))
     print(f"Acceptance gates of stack {options.stack} (namespace {namespace}):\n")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 JobState = Literal["passed", "failed", "running", "missing"]
+GATE_LABEL = "nemo-rl-gke/gate"
 
 
 @dataclass(frozen=True)
@@ -73,12 +74,30 @@ class GateReport:
     summary: str
 
 
+def latest_jobs(jobs: Mapping[str, str], live_jobs: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Gate -> the Job of its last run: the newest live Job labelled with the gate, else the
+    stack output's name (for a gate whose Job is gone). The stack's outputs are those of its
+    last successful update: after an update that a gate failed they still name the gate's
+    earlier, passing Job."""
+    newest: dict[str, tuple[str, str]] = {}
+    for job in live_jobs:
+        meta = job.get("metadata", {})
+        gate = meta.get("labels", {}).get(GATE_LABEL)
+        if gate is None:
+            continue
+        stamp = str(meta.get("creationTimestamp", ""))
+        if gate not in newest or stamp > newest[gate][0]:
+            newest[gate] = (stamp, str(meta["name"]))
+    # A gate whose first run failed is in no output yet; a removed gate's Jobs are gone.
+    return {**jobs, **{gate: name for gate, (_, name) in newest.items()}}
+
+
 def report(
     jobs: Mapping[str, str],
     live_jobs: Iterable[Mapping[str, Any]],
     pods: Iterable[Mapping[str, Any]],
 ) -> list[GateReport]:
-    """Gate -> Job name (the stack output), the live Jobs and their pods -> one report per gate."""
+    """Gate -> Job name, the live Jobs and their pods -> one report per gate."""
     by_name = {j["metadata"]["name"]: j for j in live_jobs}
     pods_of: dict[str, list[Mapping[str, Any]]] = {}
     for pod in pods:

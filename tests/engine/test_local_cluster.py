@@ -383,35 +383,131 @@ def test_make_verify_prints_every_measurement_against_its_threshold(b200: str) -
 
 
 def test_a_failing_gate_fails_the_update_with_its_measurement(b200: str) -> None:
+    """The storage gate: it takes no GPU, so it can run again beside the RayCluster (a GPU
+    gate would wait for the workers' GPUs; README, Verify)."""
+    env = environ()
+    scenario = ROOT / SCENARIO_FILE
+    slow = Scenario(fio_bw_bytes={"write": 1_000_000_000, "read": 3_000_000_000})
+    scenario.write_text(slow.to_json(), encoding="utf-8")
+    key = "nemo-rl-gke:verify.storage.minFraction"
+    try:
+        # A stricter threshold is a change to what the storage gate proves: it runs again.
+        must(pulumi(b200, "config", "set", "--path", key, "0.6", env=env))
+        failed = pulumi(b200, "up", "--yes", env=env)
+        assert failed.returncode != 0
+        output = failed.stdout + failed.stderr
+        assert (
+            "storage gate FAILED on 2 nodes: write_throughput 2000 MB/s (needs >= 5273)" in output
+        ), output[-4000:]
+        verdict = run_verify(b200)
+        assert verdict.returncode == 1, verdict.stdout + verdict.stderr
+        assert "FAIL" in verdict.stdout
+        # The volume is fixed: the next up replaces the failed gate Job and passes.
+        scenario.unlink()
+        passed = pulumi(b200, "up", "--yes", env=env)
+        assert passed.returncode == 0, (passed.stdout + passed.stderr)[-4000:]
+        (storage,) = items("jobs", "-n", "nemo-rl", "-l", "nemo-rl-gke/gate=storage")
+        assert {c["type"] for c in storage["status"]["conditions"]} >= {"Complete"}
+        assert run_verify(b200).returncode == 0
+    finally:
+        scenario.unlink(missing_ok=True)
+        pulumi(b200, "config", "rm", "--path", key, env=env)
+        must(pulumi(b200, "up", "--yes", env=env))
+
+
+def free_the_gpus(stack: str, env: dict[str, str]) -> None:
+    """The README's way to let a GPU gate run again on a running platform, word for word:
+    destroy the RayCluster (and what depends on it) with --target; the next up creates it
+    after the gates."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("pulumi destroy -s b200 --target-dependents", 1)[1].split("```", 1)[0]
+    command = "pulumi destroy -s b200 --target-dependents" + block.split("\npulumi up", 1)[0]
+    assert stack == "b200"
+    path = f"{REPO / '.tools' / 'engine' / 'bin'}:{env['PATH']}"
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", command],
+        cwd=REPO, env={**env, "PATH": path}, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    must(proc)
+
+
+def test_a_gpu_gate_runs_again_once_the_raycluster_is_destroyed(b200: str) -> None:
     env = environ()
     scenario = ROOT / SCENARIO_FILE
     slow = Scenario(busbw_8g={"all_gather": 250.0, "all_reduce": 200.0})
     scenario.write_text(slow.to_json(), encoding="utf-8")
     key = "nemo-rl-gke:verify.nccl.minBusBandwidthGbps"
     try:
-        # A stricter threshold is a change to what the NCCL gate proves: it runs again.
         must(pulumi(b200, "config", "set", "--path", key, "300", env=env))
+        free_the_gpus(b200, env)
+        assert kube("get", "rayclusters.ray.io", "-n", "nemo-rl")["items"] == []
         failed = pulumi(b200, "up", "--yes", env=env)
-        assert failed.returncode != 0
         output = failed.stdout + failed.stderr
+        assert failed.returncode != 0, output[-4000:]
         assert (
             "nccl gate FAILED on 2 nodes: all_gather_busbw_8GiB 250.00 GB/s (needs >= 300)"
             in output
         ), output[-4000:]
-        verdict = run_verify(b200)
-        assert verdict.returncode == 1, verdict.stdout + verdict.stderr
-        assert "FAIL" in verdict.stdout
-        # The fabric is fixed: the next up replaces the failed gate Job and passes.
+        assert kube("get", "rayclusters.ray.io", "-n", "nemo-rl")["items"] == []
         scenario.unlink()
         passed = pulumi(b200, "up", "--yes", env=env)
         assert passed.returncode == 0, (passed.stdout + passed.stderr)[-4000:]
         (nccl,) = items("jobs", "-n", "nemo-rl", "-l", "nemo-rl-gke/gate=nccl")
-        assert {c["type"] for c in nccl["status"]["conditions"]} >= {"Complete"}
-        assert run_verify(b200).returncode == 0
+        raycluster = kube("get", "rayclusters.ray.io", "nemo-rl", "-n", "nemo-rl")
+        created = datetime.fromisoformat(raycluster["metadata"]["creationTimestamp"])
+        assert created >= completed_at(nccl)
     finally:
         scenario.unlink(missing_ok=True)
         pulumi(b200, "config", "rm", "--path", key, env=env)
+        free_the_gpus(b200, env)
         must(pulumi(b200, "up", "--yes", env=env))
+
+
+def test_the_grpo_smoke_gates_the_rayjob(b200: str) -> None:
+    env = environ()
+    scenario = ROOT / SCENARIO_FILE
+    failing = Scenario(smoke={"status": "FAILED", "message": "ResourceInsufficientError"})
+    settings = {
+        "nemo-rl-gke:verify.grpoSmoke.enabled": "true",
+        "nemo-rl-gke:ray.job.enabled": "true",
+    }
+    for key, value in settings.items():
+        must(pulumi(b200, "config", "set", "--path", key, value, env=env))
+    must(pulumi(b200, "config", "set", "--secret", "nemo-rl-gke:hfToken", "hf_fake", env=env))
+    scenario.write_text(failing.to_json(), encoding="utf-8")
+    try:
+        failed = pulumi(b200, "up", "--yes", env=env)
+        output = failed.stdout + failed.stderr
+        assert failed.returncode != 0, output[-4000:]
+        assert (
+            "grpo-smoke gate FAILED on 1 GPU: job_status FAILED name (needs = SUCCEEDED)"
+            " - ResourceInsufficientError" in output
+        ), output[-4000:]
+        # The RayJob waits for the smoke: a failed smoke starts no training.
+        assert kube("get", "rayjobs.ray.io", "-n", "nemo-rl")["items"] == []
+
+        scenario.unlink()
+        passed = pulumi(b200, "up", "--yes", env=env)
+        assert passed.returncode == 0, (passed.stdout + passed.stderr)[-4000:]
+        (smoke,) = items("jobs", "-n", "nemo-rl", "-l", "nemo-rl-gke/gate=grpo-smoke")
+        assert {c["type"] for c in smoke["status"]["conditions"]} >= {"Complete"}
+        (rayjob,) = kube("get", "rayjobs.ray.io", "-n", "nemo-rl")["items"]
+        created = datetime.fromisoformat(rayjob["metadata"]["creationTimestamp"])
+        assert created >= completed_at(smoke)
+        log = (ROOT / "logs" / "agent.log").read_text()
+        assert "smoke gate: nemo-rl-head-svc exists; its Ray dashboard is a stand-in" in log
+        verdict = run_verify(b200)
+        assert verdict.returncode == 0, verdict.stdout + verdict.stderr
+        row = next(line.split() for line in verdict.stdout.splitlines()
+                   if line.startswith("grpo-smoke") and "job_status" in line)  # fmt: skip
+        assert row[-4:] == ["SUCCEEDED", "=", "SUCCEEDED", "PASS"], verdict.stdout
+    finally:
+        scenario.unlink(missing_ok=True)
+        for key in settings:
+            pulumi(b200, "config", "rm", "--path", key, env=env)
+        pulumi(b200, "config", "rm", "nemo-rl-gke:hfToken", env=env)
+        must(pulumi(b200, "up", "--yes", env=env))
+    assert items("jobs", "-n", "nemo-rl", "-l", "nemo-rl-gke/gate=grpo-smoke") == []
 
 
 def test_an_unchanged_up_runs_no_gate_again(b200: str) -> None:

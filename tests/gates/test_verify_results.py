@@ -8,7 +8,7 @@ from typing import Any
 from testbed.gate_standins import Scenario
 from tests.gates.harness import run_gate
 from tests.gates.test_gate_scripts import b200
-from verify.results import exit_code, parse_message, report, table
+from verify.results import exit_code, latest_jobs, parse_message, report, table
 
 
 def pod(job: str, index: int, message: str, phase: str) -> dict[str, Any]:
@@ -67,3 +67,29 @@ def test_lines_that_are_not_results_are_ignored() -> None:
     message = "gpu-health gate passed on n: x\nnoise\nRESULT g m 1 >= 1 u PASS node a\nRESULT short"
     (only,) = parse_message(message)
     assert (only.metric, only.scope) == ("m", "node a")
+
+
+def test_after_a_failed_update_the_newest_job_of_a_gate_is_read() -> None:
+    """The stack's outputs still name the gate's earlier, passing Job after an update it failed."""
+
+    def labelled(name: str, gate: str, created: str) -> dict[str, Any]:
+        return {
+            "metadata": {
+                "name": name,
+                "labels": {"nemo-rl-gke/gate": gate},
+                "creationTimestamp": created,
+            }
+        }
+
+    live = [
+        labelled("verify-storage-old", "storage", "2026-12-03T07:00:00Z"),
+        labelled("verify-storage-new", "storage", "2026-12-03T07:06:32Z"),
+        labelled("verify-grpo-smoke-a", "grpo-smoke", "2026-12-03T07:07:00Z"),
+        {"metadata": {"name": "unrelated"}},
+    ]
+    outputs = {"storage": "verify-storage-old", "nccl": "verify-nccl-x"}
+    assert latest_jobs(outputs, live) == {
+        "storage": "verify-storage-new",
+        "nccl": "verify-nccl-x",
+        "grpo-smoke": "verify-grpo-smoke-a",
+    }

@@ -1,0 +1,166 @@
+"""GRPO smoke gate: a few NeMo RL steps on the stack's RayCluster, judged by Ray.
+
+Submits the smoke run to the RayCluster's job REST API (the path KubeRay takes for a RayJob in
+HTTP mode: the same entrypoint and entrypoint resources), follows it until Ray reports a final
+status, stops it when the deadline nears, and ends like every gate: one verdict line, then
+RESULT lines (gates/common.sh's format), as stdout and as the termination message.
+Standard library only: the pod runs a plain Python image.
+
+Environment (set by the Job): GATE_NAME, GATE_SCOPE, RAY_DASHBOARD, SUBMISSION_PREFIX,
+GATE_RUN_ID (the Job's UID), ENTRYPOINT, ENTRYPOINT_RESOURCES (JSON), DEADLINE_SECONDS,
+POLL_SECONDS; TERMINATION_LOG.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+FINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+LOG_TAIL_LINES = 40
+
+
+class Gate:
+    """The gate's measurements and its verdict."""
+
+    def __init__(self) -> None:
+        self.name = os.environ.get("GATE_NAME", "grpo-smoke")
+        self.scope = os.environ.get("GATE_SCOPE", "1 GPU")
+        self.results: list[tuple[str, str, str, str, str, str]] = []
+
+    def result(self, metric: str, value: str, op: str, threshold: str, unit: str) -> bool:
+        """Record one measurement against its threshold (empty value: not measured)."""
+        if not value:
+            ok = False
+        elif op == "=":
+            ok = value == threshold
+        elif op == "<=":
+            ok = float(value) <= float(threshold)
+        else:
+            ok = float(value) >= float(threshold)
+        verdict = "PASS" if ok else "FAIL"
+        self.results.append((metric, value or "none", op, threshold, unit, verdict))
+        print(
+            f"{self.name}: {metric} = {value or 'none'} {unit} (needs {op} {threshold}): {verdict}"
+        )
+        return ok
+
+    def finish(self, detail: str = "") -> int:
+        """Write the verdict line and the RESULT lines; 0 when every measurement passed."""
+        failed = [r for r in self.results if r[5] == "FAIL"]
+        shown = failed or self.results
+        parts = "; ".join(
+            f"{m} {v} {u} ({'needs ' if failed else ''}{op} {t})" for m, v, op, t, u, _ in shown
+        )
+        head = f"{self.name} gate {'FAILED' if failed else 'passed'} on {self.scope}: {parts}"
+        if detail:
+            head += f" - {detail}"
+        lines = [head] + [
+            f"RESULT {self.name} {m} {v} {op} {t} {u} {verdict} {self.scope}"
+            for m, v, op, t, u, verdict in self.results
+        ]
+        message = "\n".join(lines) + "\n"
+        try:
+            with open(os.environ.get("TERMINATION_LOG", "/dev/termination-log"), "wb") as log:
+                # The kubelet keeps at most 4096 bytes of a termination message.
+                log.write(message.encode()[:4000])
+        except OSError:
+            pass
+        print(message, end="")
+        return 1 if failed else 0
+
+
+def call(base: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    """One request to Ray's dashboard; the decoded JSON answer."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(  # noqa: S310 - the RayCluster's own http address
+        base.rstrip("/") + path,
+        data=data,
+        method=method,
+        headers={"Content-Type": "application/json"} if data else {},
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
+        return json.loads(answer.read().decode() or "null")
+
+
+def main() -> int:
+    """Submit, follow, judge."""
+    gate = Gate()
+    base = os.environ["RAY_DASHBOARD"]
+    deadline = time.monotonic() + float(os.environ["DEADLINE_SECONDS"])
+    poll = float(os.environ.get("POLL_SECONDS", "15"))
+    limit = os.environ["DEADLINE_SECONDS"]
+    # One submission per run of the Job: a replaced Job (after a failure) submits anew, since
+    # Ray refuses a submission id it has seen.
+    submission = f"{os.environ['SUBMISSION_PREFIX']}-{os.environ.get('GATE_RUN_ID', '')[:8]}"
+    submission = submission.rstrip("-")
+    started = time.monotonic()
+
+    # The head may still be starting (image pull): wait for its dashboard.
+    while True:
+        try:
+            version = call(base, "GET", "/api/version")
+            print(f"{gate.name}: Ray {version.get('ray_version', '?')} answers at {base}")
+            break
+        except (OSError, ValueError) as problem:
+            if time.monotonic() > deadline:
+                gate.result("job_status", "", "=", "SUCCEEDED", "name")
+                return gate.finish(f"the Ray dashboard at {base} never answered ({problem})")
+            time.sleep(poll)
+
+    body: dict[str, Any] = {
+        "entrypoint": os.environ["ENTRYPOINT"],
+        "submission_id": submission,
+        "metadata": {"nemo-rl-gke/gate": gate.name},
+    }
+    resources = json.loads(os.environ.get("ENTRYPOINT_RESOURCES") or "{}")
+    if resources:
+        body["entrypoint_resources"] = resources
+    try:
+        call(base, "POST", "/api/jobs/", body)
+    except urllib.error.HTTPError as refused:
+        gate.result("job_status", "", "=", "SUCCEEDED", "name")
+        reason = refused.read().decode(errors="replace").strip()[:300]
+        return gate.finish(f"Ray refused the submission: HTTP {refused.code} {reason}")
+    print(f"{gate.name}: submitted {submission}; following it every {poll:g} s")
+
+    status, message = "PENDING", ""
+    while True:
+        try:
+            info = call(base, "GET", f"/api/jobs/{submission}")
+            status, message = str(info.get("status", "")), str(info.get("message") or "")
+        except (OSError, ValueError) as problem:
+            print(f"{gate.name}: could not read the job's status ({problem}); retrying")
+        if status in FINAL:
+            break
+        if time.monotonic() > deadline:
+            # Stop it, so the GPUs are free for whatever comes next.
+            try:
+                call(base, "POST", f"/api/jobs/{submission}/stop")
+            except (OSError, ValueError) as problem:
+                print(f"{gate.name}: could not stop {submission} ({problem})")
+            message = f"still {status} when the deadline came; stopped"
+            status = "TIMEOUT"
+            break
+        time.sleep(poll)
+
+    elapsed = f"{time.monotonic() - started:.0f}"
+    try:
+        logs = str(call(base, "GET", f"/api/jobs/{submission}/logs").get("logs", ""))
+        tail = logs.splitlines()[-LOG_TAIL_LINES:]
+        print(f"--- last {len(tail)} lines of {submission}'s log ---", *tail, "---", sep="\n")
+    except (OSError, ValueError) as problem:
+        print(f"{gate.name}: could not read the job's log ({problem})")
+    passed = gate.result("job_status", status, "=", "SUCCEEDED", "name")
+    gate.result("duration", elapsed, "<=", limit, "s")
+    detail = "" if passed else " ".join(message.split())[:600]
+    return gate.finish(detail)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,13 +1,15 @@
 """Acceptance gates as Kubernetes Jobs that `pulumi up` waits for.
 
 pulumi-kubernetes waits for a Job until it is Complete and fails the update at once when it
-fails with BackoffLimitExceeded or DeadlineExceeded, quoting its pods' termination messages
-(provider v4.25.0, pkg/await/job.go with cloud-ready-checks' job and pod checks). So every
-gate Job has backoffLimit 0 and an activeDeadlineSeconds, and every gate script ends its
-container with one verdict line as its termination message: a failed gate fails the update
-with that line. `pulumi.com/replaceUnready` makes the next `pulumi up` replace a gate Job that
-did not complete (a failed gate runs again once the cause is fixed, instead of being waited
-on forever); a completed one is left alone until what it proves changes (its name carries a
+fails with BackoffLimitExceeded or DeadlineExceeded, quoting the pod messages (termination
+messages among them) its pod watch has delivered by then (provider v4.25.0, pkg/await/job.go
+with cloud-ready-checks' job and pod checks). So every gate Job has backoffLimit 0 and an
+activeDeadlineSeconds, every gate script ends its container with one verdict line as its
+termination message, and a sidecar holds the pod open until that message has been seen
+(verdict_holder): a failed gate fails the update with that line.
+`pulumi.com/replaceUnready` makes the next `pulumi up` replace a gate Job that did not
+complete (a failed gate runs again once the cause is fixed, instead of being waited on
+forever); a completed one is left alone until what it proves changes (its name carries a
 fingerprint of that, see planning.verify).
 """
 

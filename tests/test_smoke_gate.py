@@ -22,6 +22,7 @@ from stack_config import InvalidStackConfig, load_stack_config
 from tests.harness import by_name, run_stack, stack_data, variant
 from tests.test_first_deploy_order import closure, named
 from tests.test_nemo_rl_configs import CONFIGS, apply_overrides, load_config
+from tests.test_nemo_rl_configs import pytestmark as needs_nemo_rl_configs
 from tests.test_schemas import KUBERNETES_VERSION, plain
 from tests.test_verification import config
 
@@ -73,6 +74,7 @@ def test_the_smoke_submits_what_a_rayjob_of_the_smoke_run_would(b200_smoke: Resu
     )
 
 
+@needs_nemo_rl_configs
 def test_the_smoke_overrides_pass_nemo_rl_s_own_parser_on_its_smoke_config(
     b200_smoke: Result,
 ) -> None:

@@ -10,7 +10,6 @@ the gates' verdict line: the update fails at once with it, and the next `up` rep
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,12 +19,12 @@ import pulumi_kubernetes as k8s
 
 from components.verification import (
     AWAIT_MARGIN_SECONDS,
-    GATE_LABEL,
     MEASURE_SECURITY,
     NON_ROOT,
+    scripts_config_map,
     verdict_holder,
 )
-from planning.verify import GATE_MOUNT, SMOKE_GATE, SMOKE_SCRIPT, SmokePlan, smoke_env
+from planning.verify import GATE_LABEL, GATE_MOUNT, SMOKE_GATE, SMOKE_SCRIPT, SmokePlan, smoke_env
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,16 +58,13 @@ class GrpoSmokeGate(pulumi.ComponentResource):
         super().__init__("nemo:verify:GrpoSmokeGate", name, None, opts)
         plan = args.plan
         labels = {"app.kubernetes.io/part-of": "nemo-rl-gke", **args.labels}
-        digest = hashlib.sha256(args.script.encode()).hexdigest()[:8]
-        script = k8s.core.v1.ConfigMap(
+        script = scripts_config_map(
             f"{name}-script",
-            metadata={
-                "name": f"verify-{SMOKE_GATE}-{digest}",
-                "namespace": args.namespace,
-                "labels": labels,
-            },
-            data={SMOKE_SCRIPT: args.script},
-            opts=pulumi.ResourceOptions(parent=self),
+            f"verify-{SMOKE_GATE}",
+            {SMOKE_SCRIPT: args.script},
+            args.namespace,
+            labels,
+            pulumi.ResourceOptions(parent=self),
         )
         env = smoke_env(plan, args.dashboard_service)
         container: dict[str, Any] = {

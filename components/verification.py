@@ -26,9 +26,8 @@ import pulumi_kubernetes as k8s
 
 from components.gpu_pod import GPU_CONTAINER_SECURITY, RdmaWiring, gpu_pod_parts
 from planning.ray import DATA_DIR, NVIDIA_DIR
-from planning.verify import GATE_MOUNT, GatePlan
+from planning.verify import GATE_LABEL, GATE_MOUNT, GatePlan
 
-GATE_LABEL = "nemo-rl-gke/gate"
 GATE_DATA = f"{DATA_DIR}/.nemo-rl-gke/verify"
 """Scratch folder of the storage gate on the shared volume (removed after each run)."""
 AWAIT_MARGIN_SECONDS = 300
@@ -49,6 +48,25 @@ NON_ROOT = {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532}
 VERDICT_HOLD_SECONDS = 5
 """How long a gate pod stays Running after its gate container ended (see verdict_holder)."""
 VERDICT_HOLDER = "hold-verdict"
+
+
+def scripts_config_map(
+    name: str,
+    prefix: str,
+    scripts: Mapping[str, str],
+    namespace: pulumi.Input[str],
+    labels: Mapping[str, str],
+    opts: pulumi.ResourceOptions,
+) -> k8s.core.v1.ConfigMap:
+    """Gate scripts as a ConfigMap named after their content: a Job that is running keeps the
+    scripts it started with."""
+    digest = hashlib.sha256(json.dumps(dict(scripts), sort_keys=True).encode()).hexdigest()
+    return k8s.core.v1.ConfigMap(
+        name,
+        metadata={"name": f"{prefix}-{digest[:8]}", "namespace": namespace, "labels": labels},
+        data=dict(scripts),
+        opts=opts,
+    )
 
 
 def verdict_holder(image: str) -> dict[str, Any]:
@@ -117,17 +135,13 @@ class PlatformVerification(pulumi.ComponentResource):
     ) -> None:
         super().__init__("nemo:verify:PlatformVerification", name, None, opts)
         labels = {"app.kubernetes.io/part-of": "nemo-rl-gke", **args.labels}
-        digest = hashlib.sha256(json.dumps(dict(args.scripts), sort_keys=True).encode())
-        # A new name per script version: a Job that is running keeps the scripts it started with.
-        scripts = k8s.core.v1.ConfigMap(
+        scripts = scripts_config_map(
             f"{name}-scripts",
-            metadata={
-                "name": f"verify-gates-{digest.hexdigest()[:8]}",
-                "namespace": args.namespace,
-                "labels": labels,
-            },
-            data=dict(args.scripts),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
+            "verify-gates",
+            args.scripts,
+            args.namespace,
+            labels,
+            pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
         )
         previous: list[pulumi.Resource] = [scripts, *args.after]
         names: dict[str, pulumi.Output[str]] = {}

@@ -25,6 +25,8 @@ from planning.ray import GIB_RESOURCE, GrpoRun, grpo_entrypoint
 GATES_DIR = Path(__file__).resolve().parents[1] / "gates"
 """The gate scripts shipped to the cluster (ConfigMap data)."""
 GATE_MOUNT = "/gates"
+GATE_LABEL: Final = "nemo-rl-gke/gate"
+"""Label of every gate Job and pod (what `make verify` and the test bed select on)."""
 GateName = Literal["gpu-health", "rdma", "nccl", "storage"]
 GATE_ORDER: Final[tuple[GateName, ...]] = ("gpu-health", "rdma", "nccl", "storage")
 """Gates run one after another: the first failure stops the update, and a measurement never

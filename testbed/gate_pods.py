@@ -25,10 +25,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from planning.verify import GATE_LABEL
 from testbed.gate_standins import Scenario, install, local_setup
 from testbed.ray_dashboard_standin import DashboardStandin, SmokeScenario
 
-GATE_LABEL = "nemo-rl-gke/gate"
 SCENARIO_FILE = "gate-scenario.json"
 """In the local cluster's folder: what the fake hardware measures (default: a healthy node)."""
 

@@ -30,6 +30,7 @@ import yaml
 
 from planning.catalog import GpuProfile
 from planning.kube import ACCELERATOR_LABEL, GKE_AUTH_PLUGIN, GPU_TAINT_KEY
+from planning.verify import GATE_LABEL
 from testbed.cluster_pieces import build_all
 from testbed.pki import Pki, ensure_pki
 from testbed.processes import Processes
@@ -391,9 +392,6 @@ def _start(processes: Processes) -> Cluster:
         flush=True,
     )
     return cluster
-
-
-GATE_LABEL = "nemo-rl-gke/gate"
 
 
 def kwok_config(shipped: Path, out: Path) -> Path:

@@ -17,7 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from verify.results import GATE_LABEL, exit_code, latest_jobs, report, table
+from planning.verify import GATE_LABEL
+from verify.results import exit_code, latest_jobs, report, table
 
 
 def _run(args: list[str], **kwargs: Any) -> str:

@@ -6,8 +6,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from planning.verify import GATE_LABEL
+
 JobState = Literal["passed", "failed", "running", "missing"]
-GATE_LABEL = "nemo-rl-gke/gate"
 
 
 @dataclass(frozen=True)

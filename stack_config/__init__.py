@@ -1,18 +1,26 @@
-"""Typed stack configuration: models, loader and errors."""
+"""Typed stack configuration: models by concern, the loader and its errors.
+
+| Module | Config it judges |
+|---|---|
+| `gpu_pool` | `gpu`: GPU type, size, capacity, reservation |
+| `network_plan` | `network`: the address plan and control-plane access |
+| `storage` | `lustre`, `bucket` |
+| `cluster` | `cluster`: version, system pool, maintenance |
+| `ray_job` | `ray`: operator, RayCluster head, the GRPO job |
+| `gates` | `verify`: the acceptance gates |
+| `stack` | the whole stack and the rules that cross concerns |
+"""
 
 from stack_config.errors import ConfigProblem, InvalidStackConfig
+from stack_config.gpu_pool import Autoscaling, GpuConfig
 from stack_config.load import load_stack_config, secret_keys_present
-from stack_config.models import (
-    AuthorizedNetwork,
-    Autoscaling,
-    GpuConfig,
-    LustreConfig,
-    NetworkConfig,
-    RayConfig,
-    StackConfig,
-)
+from stack_config.network_plan import AuthorizedNetwork, NetworkConfig
+from stack_config.ray_job import RayConfig
+from stack_config.stack import SECRET_KEYS, StackConfig
+from stack_config.storage import LustreConfig
 
 __all__ = [
+    "SECRET_KEYS",
     "AuthorizedNetwork",
     "Autoscaling",
     "ConfigProblem",

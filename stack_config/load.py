@@ -20,7 +20,7 @@ from pydantic_core import ErrorDetails
 from planning.naming import PROJECT, default_base_name
 from planning.ray import model_is_gated
 from stack_config.errors import ConfigProblem, InvalidStackConfig
-from stack_config.models import SECRET_KEYS, StackConfig
+from stack_config.stack import SECRET_KEYS, StackConfig
 
 PROVIDER_KEYS = ("gcp:project", "gcp:region")
 

@@ -150,7 +150,7 @@ def test_every_stack_sets_location_and_disables_default_kubernetes(stack: str) -
 
 def test_pulumi_yaml_documents_every_key() -> None:
     """Every model field is declared (typed) in Pulumi.yaml and described in its template."""
-    from stack_config.models import SECRET_KEYS, StackConfig
+    from stack_config.stack import SECRET_KEYS, StackConfig
 
     project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
     template = project["template"]["config"]
@@ -187,7 +187,7 @@ def test_pulumi_yaml_documents_every_key() -> None:
 
 def test_every_secret_looking_setting_is_a_secret_key() -> None:
     """A future token or key must join SECRET_KEYS, so plaintext values are refused for it."""
-    from stack_config.models import SECRET_KEYS
+    from stack_config.stack import SECRET_KEYS
 
     project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
     looks_secret = re.compile(r"(token|apikey|password|secret|credential)", re.I)

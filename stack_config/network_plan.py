@@ -1,0 +1,228 @@
+"""The address plan of the three VPCs and control-plane access, and the plan's own rules.
+
+The cross-field rules live here too (`address_plan_problems`): every range must be distinct
+and hold the pools at their maximum, and the RDMA plan must give every RDMA NIC a subnet.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from ipaddress import IPv4Network
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, field_validator
+
+from planning.catalog import extra_gvnic_networks
+from planning.cidrs import (
+    consecutive_subnets,
+    duplicates,
+    overlaps,
+    pod_range_per_node,
+    prefix_for,
+    usable_addresses,
+)
+from stack_config.base import ConfigModel
+from stack_config.errors import ConfigProblem
+from stack_config.gpu_pool import GpuConfig
+
+
+def _parse_cidr(value: Any) -> Any:
+    """Parse an IPv4 CIDR strictly, with a message that says what to write instead."""
+    if isinstance(value, IPv4Network):
+        return value
+    if not isinstance(value, str):
+        raise ConfigProblem((), f"expected a CIDR string such as 10.0.0.0/20, got {value!r}", "")
+    try:
+        return IPv4Network(value, strict=True)
+    except ValueError:
+        try:
+            loose = IPv4Network(value, strict=False)
+        except ValueError:
+            raise ConfigProblem(
+                (), f"{value!r} is not an IPv4 CIDR", "write it as ADDRESS/PREFIX, e.g. 10.0.0.0/20"
+            ) from None
+        raise ConfigProblem(
+            (), f"{value!r} has host bits set", f"use the network address: {loose}"
+        ) from None
+
+
+Cidr = Annotated[IPv4Network, BeforeValidator(_parse_cidr)]
+
+
+class AuthorizedNetwork(ConfigModel):
+    """A CIDR allowed to reach the GKE control plane's public endpoint."""
+
+    name: str = Field(min_length=1, max_length=64, description="Display name, e.g. office-vpn.")
+    cidr: Cidr = Field(description="Source range, e.g. 203.0.113.0/24.")
+
+
+class NetworkConfig(ConfigModel):
+    """Address plan of the three VPCs and control-plane access."""
+
+    primary_cidr: Cidr = Field(
+        IPv4Network("10.0.0.0/20"), description="Cluster subnet (node IPs) in gcp:region."
+    )
+    pods_cidr: Cidr = Field(IPv4Network("10.4.0.0/14"), description="Pods secondary range.")
+    services_cidr: Cidr = Field(
+        IPv4Network("10.0.32.0/20"), description="Services secondary range."
+    )
+    gvnic_cidr: Cidr = Field(
+        IPv4Network("192.168.0.0/21"),
+        description="gVNIC subnet (second NIC, eth1); one address per GPU node (a /21 holds"
+        " 2044, GKE's pool maximum is 1000).",
+    )
+    rdma_cidrs: list[Cidr] | None = Field(
+        None,
+        description="One subnet per RDMA NIC; default: consecutive subnets of gvnicCidr's size"
+        " after it (192.168.8.0/21 ... 192.168.64.0/21), none for GPUs without RDMA.",
+    )
+    psa_cidr: Cidr = Field(
+        IPv4Network("172.16.0.0/20"),
+        description="Private services access range reserved for the Managed Lustre servers"
+        " (a /16 to /24; Google's Lustre examples use a /20). Outside 192.168.0.0/16, which GPU"
+        " nodes route on their gVNIC and RDMA NICs.",
+    )
+    mtu: int = Field(
+        8896,
+        ge=1300,
+        le=8896,
+        description="MTU of the cluster and gVNIC VPCs; 8896 gives Managed Lustre up to ~10% more"
+        " throughput (https://docs.cloud.google.com/managed-lustre/docs/performance).",
+    )
+    authorized_networks: list[AuthorizedNetwork] = Field(
+        default_factory=list,
+        description="CIDRs allowed to reach the control plane (list of {name, cidr}).",
+    )
+
+    @field_validator("psa_cidr")
+    @classmethod
+    def _psa_size(cls, value: IPv4Network) -> IPv4Network:
+        if not 16 <= value.prefixlen <= 24:
+            raise ConfigProblem(
+                (),
+                f"{value} is a /{value.prefixlen}; a private services range is a /16 to a /24",
+                "use e.g. 172.16.0.0/20",
+            )
+        return value
+
+    @field_validator("authorized_networks")
+    @classmethod
+    def _unique_names(cls, value: list[AuthorizedNetwork]) -> list[AuthorizedNetwork]:
+        names = [n.name for n in value]
+        for i, n in enumerate(names):
+            if names.index(n) != i:
+                raise ConfigProblem(
+                    (i, "name"),
+                    f"name {n!r} is used twice",
+                    "give each authorized network its own name",
+                )
+        return value
+
+
+def planned_rdma_cidrs(network: NetworkConfig, gpu: GpuConfig) -> list[IPv4Network]:
+    """The RDMA subnets: as configured, or planned right after the gVNIC subnet."""
+    if network.rdma_cidrs is not None:
+        return list(network.rdma_cidrs)
+    return consecutive_subnets(network.gvnic_cidr, gpu.profile.rdma_nics)
+
+
+def address_plan_problems(
+    network: NetworkConfig, gpu: GpuConfig, system_pool_max: int, lustre_enabled: bool
+) -> Iterator[ConfigProblem]:
+    """Every range distinct, one RDMA subnet per NIC, and room for the pools at their maximum.
+
+    Paths are relative to the stack (`("network", "rdmaCidrs")`).
+    """
+    nics = gpu.profile.rdma_nics
+    configured = network.rdma_cidrs
+    if configured is not None and len(configured) != nics:
+        yield ConfigProblem(
+            ("network", "rdmaCidrs"),
+            f"{len(configured)} RDMA CIDRs given but {gpu.profile.machine_type} has"
+            f" {nics} RDMA NICs (one subnet each)",
+            f"list exactly {nics} CIDRs, or remove network.rdmaCidrs to use the default plan",
+        )
+        return
+    try:
+        rdma = planned_rdma_cidrs(network, gpu)
+    except ValueError as err:
+        yield ConfigProblem(
+            ("network", "gvnicCidr"),
+            f"the default RDMA plan does not fit: {err}",
+            "move network.gvnicCidr or list network.rdmaCidrs explicitly",
+        )
+        return
+    for dup in duplicates(rdma):
+        yield ConfigProblem(
+            ("network", "rdmaCidrs"),
+            f"{dup} is listed twice",
+            "give each RDMA NIC its own subnet",
+        )
+    ranges = {
+        "primaryCidr": network.primary_cidr,
+        "podsCidr": network.pods_cidr,
+        "servicesCidr": network.services_cidr,
+        "gvnicCidr": network.gvnic_cidr,
+    }
+    ranges.update({f"rdmaCidrs[{i}]": net for i, net in enumerate(rdma)})
+    if lustre_enabled:
+        ranges["psaCidr"] = network.psa_cidr
+    for first, second in overlaps(ranges):
+        if first.startswith("rdmaCidrs") and second.startswith("rdmaCidrs"):
+            continue  # exact duplicates reported above; partial overlaps fall through below
+        yield ConfigProblem(
+            ("network", second),
+            f"{ranges[second]} overlaps network.{first} ({ranges[first]})",
+            "choose non-overlapping ranges for primary, pods, services, gVNIC, RDMA and the"
+            " Lustre private services range",
+        )
+    for i, net in enumerate(rdma):
+        for j in range(i + 1, len(rdma)):
+            if net != rdma[j] and net.overlaps(rdma[j]):
+                yield ConfigProblem(
+                    ("network", f"rdmaCidrs[{j}]"),
+                    f"{rdma[j]} overlaps network.rdmaCidrs[{i}] ({net})",
+                    "give each RDMA NIC a separate subnet",
+                )
+    yield from _capacity_problems(network, gpu, system_pool_max, rdma)
+
+
+def _capacity_problems(
+    network: NetworkConfig, gpu: GpuConfig, system_pool_max: int, rdma: list[IPv4Network]
+) -> Iterator[ConfigProblem]:
+    """Every range must hold the pools at their maximum: GKE stops adding nodes (or pods)
+    when a subnet runs out, long after `pulumi up` succeeded."""
+    gpu_nodes = gpu.max_nodes
+    all_nodes = gpu_nodes + system_pool_max
+    per_gpu_node: dict[str, IPv4Network] = {}
+    if extra_gvnic_networks(gpu.profile):
+        per_gpu_node["gvnicCidr"] = network.gvnic_cidr
+    per_gpu_node.update({f"rdmaCidrs[{i}]": net for i, net in enumerate(rdma)})
+    for key, net in per_gpu_node.items():
+        if usable_addresses(net) < gpu_nodes:
+            yield ConfigProblem(
+                ("network", key),
+                f"{net} holds {usable_addresses(net)} GPU nodes, but the GPU pool can scale"
+                f" to {gpu_nodes}",
+                f"use a /{prefix_for(gpu_nodes)} or larger (the default plan's /21s hold"
+                " 2044), or lower gpu.nodes / gpu.autoscaling.max",
+            )
+    primary = network.primary_cidr
+    if usable_addresses(primary) < all_nodes:
+        yield ConfigProblem(
+            ("network", "primaryCidr"),
+            f"{primary} holds {usable_addresses(primary)} nodes, but the pools can scale to"
+            f" {all_nodes} ({gpu_nodes} GPU + {system_pool_max} system)",
+            f"use a /{prefix_for(all_nodes)} or larger",
+        )
+    pods = network.pods_cidr
+    needed = all_nodes * pod_range_per_node()
+    if pods.num_addresses < needed:
+        yield ConfigProblem(
+            ("network", "podsCidr"),
+            f"{pods} gives {pods.num_addresses // pod_range_per_node()} nodes their pod"
+            f" range ({pod_range_per_node()} addresses each for 110 pods), but the pools can"
+            f" scale to {all_nodes}",
+            f"use a /{32 - math.ceil(math.log2(needed))} or larger",
+        )

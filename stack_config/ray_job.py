@@ -1,0 +1,183 @@
+"""The Ray platform's config: operator, the workload's identity, the RayCluster's head and
+the GRPO job, with the rules that tie the job to the GPU pool and the image to the driver."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from planning.ray import IMAGE_CUDA, GrpoRun, image_tag
+from planning.versions import VERSIONS
+from stack_config.base import ConfigModel
+from stack_config.errors import ConfigProblem
+from stack_config.gpu_pool import MAX_NODES_PER_POOL_ZONE, GpuConfig
+from stack_config.local_chart import local_chart_version
+
+
+class HeadConfig(ConfigModel):
+    """Ray head pod (on the system pool)."""
+
+    cpu: int = Field(12, ge=1, le=400, description="vCPUs (requests = limits).")
+    memory_gib: int = Field(96, ge=4, le=4000, description="Memory in GiB (requests = limits).")
+
+
+class JobConfig(ConfigModel):
+    """The NeMo RL GRPO RayJob on GSM8K. Off unless asked: `pulumi up` never starts training
+    by itself."""
+
+    enabled: bool = Field(False, description="Create the RayJob (starts a training run).")
+    name: str = Field(
+        "grpo-gsm8k",
+        pattern=r"^[a-z]([-a-z0-9]{0,45}[a-z0-9])?$",
+        description="RayJob name (DNS-1035, at most 47 characters).",
+    )
+    config: str | None = Field(
+        None,
+        pattern=r"^examples/configs/[A-Za-z0-9_./-]+\.yaml$",
+        description="NeMo RL config inside the image (default from the GPU catalog).",
+    )
+    model: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$",
+        description="Hugging Face model id (default from the GPU catalog).",
+    )
+    steps: int = Field(10, ge=1, le=1_000_000, description="grpo.max_num_steps.")
+    nodes: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_NODES_PER_POOL_ZONE,
+        description="cluster.num_nodes (default: GPU nodes).",
+    )
+    gpus_per_node: int | None = Field(
+        None, ge=1, le=8, description="cluster.gpus_per_node (default: the node's GPUs)."
+    )
+    runs_dir: str = Field(
+        "/data/nemo-rl/runs",
+        pattern=r"^/data/[A-Za-z0-9_./-]+$",
+        description="Folder on the shared volume (/data) holding one directory per run"
+        " (<name>-<runId>/checkpoints and /logs).",
+    )
+    run_id: str | None = Field(
+        None,
+        pattern=r"^[a-z0-9]([-a-z0-9]{0,8}[a-z0-9])?$",
+        description="Pin the run's identity (1-10 of a-z, 0-9, -). Default: a fingerprint of"
+        " the image, config, model, steps, nodes and GPUs, so changing any of them starts a new"
+        " run; pin it to resume or extend a run from its checkpoints.",
+    )
+    attempt: int = Field(
+        1,
+        ge=1,
+        le=99,
+        description="Attempt of the run: raise it to run the same run id again (KubeRay never"
+        " re-runs a finished RayJob); NeMo RL resumes from the run's newest checkpoint.",
+    )
+    wandb: bool = Field(False, description="Log to Weights & Biases (needs wandbApiKey).")
+    wandb_project: str = Field("nemo-rl-gke", description="W&B project when wandb is on.")
+
+
+class RayConfig(ConfigModel):
+    """Ray platform: operator choice, the workload's identity, the RayCluster and the job."""
+
+    operator: Literal["helm", "gke-addon"] = Field(
+        "helm",
+        description="helm: pinned KubeRay Helm release; gke-addon: GKE's managed Ray operator."
+        " Never both.",
+    )
+    namespace: str = Field(
+        "nemo-rl",
+        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="Kubernetes namespace of the RayCluster, its volumes and secrets.",
+    )
+    service_account: str = Field(
+        "generic-ksa",
+        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="Kubernetes service account of the Ray pods (bound through Workload Identity).",
+    )
+    cluster_name: str = Field(
+        "nemo-rl",
+        pattern=r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$",
+        description="RayCluster name; its head service is <clusterName>-head-svc.",
+    )
+    head: HeadConfig = Field(default_factory=HeadConfig, description="Ray head pod size.")
+    job: JobConfig = Field(default_factory=JobConfig, description="GRPO RayJob.")
+    chart_path: str | None = Field(
+        None,
+        description="A local kuberay-operator chart folder or .tgz to install instead of the"
+        " public Helm repository (air-gapped installs, the engine test bed). Its version must"
+        " be the pinned chart version. Default: the public repository.",
+    )
+
+    @field_validator("chart_path")
+    @classmethod
+    def _chart_is_the_pinned_one(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        pinned = VERSIONS.kuberay_chart.value
+        found = local_chart_version(value)
+        if found is None:
+            raise ConfigProblem(
+                (),
+                f"{value!r} is not a Helm chart (no Chart.yaml)",
+                "point ray.chartPath at a kuberay-operator chart folder or .tgz, or remove it",
+            )
+        if found != pinned:
+            raise ConfigProblem(
+                (),
+                f"the chart at {value} is version {found}, but the pinned KubeRay is {pinned}"
+                " (the CRD Job applies that version's CRDs)",
+                f"use the kuberay-operator {pinned} chart, or change kuberay_chart in"
+                " planning/versions.py",
+            )
+        return value
+
+
+def grpo_run(ray: RayConfig, gpu: GpuConfig) -> GrpoRun:
+    """The GRPO run the job (or the submit command) starts, defaults resolved."""
+    job, row = ray.job, gpu.profile
+    return GrpoRun(
+        image=VERSIONS.nemo_rl_image.value,
+        config=job.config or row.grpo_config,
+        model=job.model or row.grpo_model,
+        steps=job.steps,
+        nodes=job.nodes or max(1, gpu.max_nodes),
+        gpus_per_node=job.gpus_per_node or row.gpus_per_node,
+        wandb=job.wandb,
+        wandb_project=job.wandb_project,
+        job=job.name,
+        runs_dir=job.runs_dir,
+        run_id=job.run_id,
+        attempt=job.attempt,
+        rdma=bool(row.rdma_nics),
+        tuner_config=row.nccl_tuner_config or "",
+    )
+
+
+def job_fits_pool_problems(ray: RayConfig, gpu: GpuConfig) -> Iterator[ConfigProblem]:
+    """The job asks for no more nodes and GPUs than the pool has. Paths relative to the stack."""
+    job, row = ray.job, gpu.profile
+    if job.nodes is not None and job.nodes > gpu.max_nodes:
+        yield ConfigProblem(
+            ("ray", "job", "nodes"),
+            f"the job wants {job.nodes} nodes but the GPU pool has at most {gpu.max_nodes}",
+            "lower ray.job.nodes or raise gpu.nodes / gpu.autoscaling.max",
+        )
+    if job.gpus_per_node is not None and job.gpus_per_node > row.gpus_per_node:
+        yield ConfigProblem(
+            ("ray", "job", "gpusPerNode"),
+            f"{row.machine_type} has {row.gpus_per_node} GPUs, not {job.gpus_per_node}",
+            f"set ray.job.gpusPerNode to at most {row.gpus_per_node}",
+        )
+
+
+def image_driver_problems(gpu: GpuConfig) -> Iterator[ConfigProblem]:
+    """The NeMo RL image's CUDA needs a driver branch GKE's DEFAULT driver may not have."""
+    cuda = IMAGE_CUDA.get(image_tag(VERSIONS.nemo_rl_image.value))
+    if cuda is not None and cuda[0] >= 13 and gpu.driver_version != "LATEST":
+        yield ConfigProblem(
+            ("gpu", "driverVersion"),
+            f"the NeMo RL image runs CUDA {cuda[0]}.{cuda[1]}, which needs an R580-class"
+            " driver; GKE's DEFAULT driver may be older",
+            "set gpu.driverVersion to LATEST",
+        )

@@ -1,0 +1,162 @@
+"""The whole stack: every concern's config, and the rules that cross concerns.
+
+Each concern's model and its rules live in its own module (`gpu_pool`, `network_plan`,
+`storage`, `cluster`, `ray_job`, `gates`); `StackConfig` ties them together and runs the
+cross-concern rules in a fixed order, so the first problem reported is always the same one.
+`gcp:project` and `gcp:region` live in the provider namespace, everything else under
+`nemo-rl-gke:`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from ipaddress import IPv4Network
+from typing import Self
+
+from pydantic import Field, field_validator, model_validator
+
+from planning.naming import BASE_NAME_PATTERN, LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN, Names
+from planning.ray import GrpoRun
+from planning.verify import GateSettings
+from planning.versions import VERSIONS
+from stack_config import gates, ray_job
+from stack_config.base import PROJECT_ID_PATTERN, ConfigModel
+from stack_config.cluster import ClusterConfig, gke_version_problems
+from stack_config.errors import ConfigProblem
+from stack_config.gates import VerifyConfig
+from stack_config.gpu_pool import GpuConfig
+from stack_config.network_plan import NetworkConfig, address_plan_problems, planned_rdma_cidrs
+from stack_config.ray_job import RayConfig
+from stack_config.storage import BucketConfig, LustreConfig, shared_storage_problems
+
+REGION_PATTERN = r"^[a-z]+-[a-z]+[0-9]+$"
+ZONE_PATTERN = r"^[a-z]+-[a-z]+[0-9]+-[a-z]$"
+
+SECRET_KEYS: tuple[str, ...] = ("hfToken", "wandbApiKey")
+"""Keys read only as Pulumi secrets, never through StackConfig."""
+
+
+class StackConfig(ConfigModel):
+    """Everything one stack needs, validated per field and across fields."""
+
+    project: str = Field(
+        alias="gcp:project", pattern=PROJECT_ID_PATTERN, description="GCP project."
+    )
+    region: str = Field(alias="gcp:region", pattern=REGION_PATTERN, description="GCP region.")
+    zone: str = Field(
+        pattern=ZONE_PATTERN,
+        description="GPU zone: RDMA network profile, GPU node locations and Lustre.",
+    )
+    name: str = Field(
+        pattern=BASE_NAME_PATTERN,
+        description="Base name of cloud resources (default nemo-rl-<stack>).",
+    )
+    protect: bool = Field(
+        True,
+        description="Protect stateful resources (cluster, Lustre, buckets) from deletion.",
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="Extra labels put on every labelable resource."
+    )
+    gpu: GpuConfig = Field(description="GPU node pool.")
+    network: NetworkConfig = Field(default_factory=NetworkConfig, description="Address plan.")
+    lustre: LustreConfig = Field(default_factory=LustreConfig, description="Managed Lustre.")
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig, description="GKE cluster.")
+    bucket: BucketConfig = Field(default_factory=BucketConfig, description="GCS FUSE bucket.")
+    ray: RayConfig = Field(default_factory=RayConfig, description="Ray platform.")
+    verify: VerifyConfig = Field(
+        default_factory=VerifyConfig, description="Acceptance gates after the platform is up."
+    )
+
+    @property
+    def names(self) -> Names:
+        """GCP names derived from the base name."""
+        return Names(self.name)
+
+    @property
+    def rdma_cidrs(self) -> list[IPv4Network]:
+        """The RDMA subnets: as configured, or planned right after the gVNIC subnet."""
+        return planned_rdma_cidrs(self.network, self.gpu)
+
+    @property
+    def bucket_name(self) -> str:
+        """The bucket's name: configured, or `<project>-<name>-data`."""
+        return self.bucket.name or f"{self.project}-{self.name}-data"[:63].rstrip("-")
+
+    @property
+    def network_profile(self) -> str:
+        """The zonal RoCE network profile (the tutorial's region form is a doc bug)."""
+        return f"projects/{self.project}/global/networkProfiles/{self.zone}-vpc-roce"
+
+    @property
+    def verify_enabled(self) -> bool:
+        """verify.enabled, defaulting to on where the GPUs have RDMA NICs."""
+        return gates.verify_enabled(self.verify, self.gpu)
+
+    @property
+    def gate_settings(self) -> GateSettings:
+        """The verify settings as planning.verify takes them (gates off when verify is off)."""
+        return gates.gate_settings(self.verify, self.gpu)
+
+    @property
+    def grpo_run(self) -> GrpoRun:
+        """The GRPO run the job (or the submit command) starts, defaults resolved."""
+        return ray_job.grpo_run(self.ray, self.gpu)
+
+    @property
+    def legacy_lustre_port(self) -> bool:
+        """The cluster's legacy-port flag: on exactly when the instance has GKE support."""
+        return self.lustre.enabled and self.lustre.gke_support
+
+    def required_gke_minimums(self) -> dict[str, str]:
+        """Every GKE minimum this stack depends on, keyed by the reason."""
+        needs = {f"{self.gpu.profile.machine_type} GPUs": self.gpu.profile.min_gke_version}
+        if self.gpu.capacity == "flex-start":
+            needs["flex-start"] = VERSIONS.gke_min_flex_start.value
+        if self.lustre.enabled and not self.lustre.gke_support:
+            needs["Lustre on port 988 (no legacy port)"] = VERSIONS.gke_min_lustre_port_988.value
+        return needs
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, val in value.items():
+            if not re.match(LABEL_KEY_PATTERN, key):
+                raise ConfigProblem(
+                    (key,),
+                    f"label key {key!r} is invalid",
+                    "use lower-case letters, digits, _ or -, starting with a letter (max 63)",
+                )
+            if not re.match(LABEL_VALUE_PATTERN, val):
+                raise ConfigProblem(
+                    (key,),
+                    f"label value {val!r} is invalid",
+                    "use lower-case letters, digits, _ or - (max 63)",
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> Self:
+        for problem in self._problems():
+            raise problem
+        return self
+
+    def _problems(self) -> Iterator[ConfigProblem]:
+        """The cross-concern rules, in the order their problems are reported."""
+        zone_region = self.zone.rsplit("-", 1)[0]
+        if zone_region != self.region:
+            yield ConfigProblem(
+                ("zone",),
+                f"zone {self.zone} is not in region {self.region}",
+                f"pick a zone of {self.region} (e.g. {self.region}-b) or change gcp:region to"
+                f" {zone_region}",
+            )
+        yield from gke_version_problems(self.cluster, self.required_gke_minimums())
+        yield from shared_storage_problems(self.lustre, self.bucket)
+        yield from ray_job.job_fits_pool_problems(self.ray, self.gpu)
+        yield from gates.smoke_problems(self.verify, self.gpu)
+        yield from ray_job.image_driver_problems(self.gpu)
+        yield from address_plan_problems(
+            self.network, self.gpu, self.cluster.system_pool.max, self.lustre.enabled
+        )

@@ -78,6 +78,7 @@ def test_cluster_inputs_follow_the_sample_scripts() -> None:
     assert c["ipAllocationPolicy"] == {
         "clusterSecondaryRangeName": "pods",
         "servicesSecondaryRangeName": "services",
+        "stackType": "IPV4",  # the provider's Check default, as the engine records inputs
     }
     assert c["datapathProvider"] == "ADVANCED_DATAPATH"  # --enable-dataplane-v2
     assert c["enableMultiNetworking"] is True

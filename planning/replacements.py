@@ -46,13 +46,13 @@ def _cidr_shrinks_or_moves(old: Any, new: Any) -> bool:
     return any(not b.subnet_of(a) for b, a in zip(before, after, strict=True))
 
 
-LOSE_JOBS = "running jobs on the GPU nodes (the RayCluster's workers restart on new nodes)"
+LOSE_JOBS = "running jobs on the GPU nodes"
 LOSE_RESERVED = (
-    "the reserved VMs while the pool is recreated (it is deleted first, so its reservation is"
-    " free for the new pool; another consumer of the reservation can take it meanwhile)"
+    "the reserved VMs until the new pool has them (the old pool is deleted first, which frees"
+    " the reservation for it)"
 )
-LOSE_DATA = "every file on Lustre (the new instance is empty; copy data out first)"
-LOSE_ALL = "everything: jobs, data on Lustre, reserved capacity, the cluster's state"
+LOSE_DATA = "every file on Lustre (the new instance is empty: copy data out first)"
+LOSE_ALL = "everything: jobs, data on Lustre, reserved capacity, in-cluster state"
 
 
 @dataclass(frozen=True)
@@ -144,8 +144,9 @@ ROWS: tuple[Row, ...] = (
         key=f"{PROJECT}:network.psaCidr",
         recreates=("Lustre private services range",),
         guarded=frozenset(),
-        loses="no data: the peering connection is updated to the new range in place (Lustre"
-        " keeps its addresses from the old range until it is recreated)",
+        loses="no data, but the running instance keeps its addresses in the old range, which"
+        " the change gives up (GCP may refuse to delete a range in use): move it together with"
+        " a new Lustre instance",
         because="GlobalAddress address and prefixLength are ForceNew; the Connection's"
         " reservedPeeringRanges and the LNet firewall's sourceRanges update in place",
     ),
@@ -153,7 +154,7 @@ ROWS: tuple[Row, ...] = (
         key=f"{PROJECT}:network.primaryCidr",
         recreates=("cluster subnet", "GKE cluster", "both node pools"),
         guarded=frozenset({Guarded.CLUSTER, Guarded.GPU_POOL}),
-        loses=LOSE_ALL.replace("data on Lustre, ", ""),
+        loses="everything on the cluster: jobs, reserved capacity, in-cluster state",
         because="a subnet range that shrinks or moves is replaced (CustomizeDiff); the cluster's"
         " subnetwork is ForceNew, so the engine replaces the cluster and with it the pools",
         changes=_cidr_shrinks_or_moves,

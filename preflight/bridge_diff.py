@@ -72,7 +72,7 @@ class CustomizeRule:
 class TypeFacts:
     """What one resource type replaces on, and what its `Check` adds."""
 
-    token: str
+    resource_type: str
     force_new: frozenset[str]
     """Paths (`a.b[].c`) whose change replaces; blocks are listed in `blocks` too."""
     blocks: frozenset[str] = frozenset()
@@ -264,7 +264,7 @@ def diff_inputs(
     news: Mapping[str, Any],
     ignore_changes: Sequence[str] = (),
 ) -> InputDiff:
-    """The provider's answer to `Diff(olds, news)` for one resource of `facts.token`."""
+    """The provider's answer to `Diff(olds, news)` for one resource of `facts.resource_type`."""
     walker = _Walker(facts)
     for key in sorted(set(olds) | set(news)):
         if key.startswith("__"):

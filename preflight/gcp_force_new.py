@@ -87,7 +87,7 @@ _NODE_CONFIG_FALSY = {
 FACTS: dict[str, TypeFacts] = {
     # resource_compute_network.go; name lowercaseAutoName (resources.go:1156) -> DBR
     NETWORK: TypeFacts(
-        token=NETWORK,
+        resource_type=NETWORK,
         force_new=frozenset(
             {
                 "autoCreateSubnetworks",
@@ -112,7 +112,7 @@ FACTS: dict[str, TypeFacts] = {
     ),
     # resource_compute_subnetwork.go; ipCidrRange shrink/move via CustomizeDiff (:63-80, :512)
     SUBNETWORK: TypeFacts(
-        token=SUBNETWORK,
+        resource_type=SUBNETWORK,
         force_new=frozenset(
             {
                 "description",
@@ -150,7 +150,7 @@ FACTS: dict[str, TypeFacts] = {
     ),
     # resource_compute_firewall.go: network is NOT ForceNew; SetAutonaming (resources.go:3014)
     FIREWALL: TypeFacts(
-        token=FIREWALL,
+        resource_type=FIREWALL,
         force_new=frozenset({"direction", "name", "params", "project"}),
         blocks=frozenset({"params"}),
         optional_computed=frozenset({"direction", "project"}),
@@ -158,7 +158,7 @@ FACTS: dict[str, TypeFacts] = {
         defaults={"priority": 1000},
     ),
     ROUTER: TypeFacts(
-        token=ROUTER,
+        resource_type=ROUTER,
         force_new=frozenset(
             {
                 "encryptedInterconnectRouter",
@@ -177,7 +177,7 @@ FACTS: dict[str, TypeFacts] = {
         defaults={"bgp.advertiseMode": "DEFAULT", "bgp.keepaliveInterval": 20},
     ),
     ROUTER_NAT: TypeFacts(
-        token=ROUTER_NAT,
+        resource_type=ROUTER_NAT,
         force_new=frozenset(
             {"endpointTypes", "initialNatIps", "name", "project", "region", "router", "type"}
         ),
@@ -195,7 +195,7 @@ FACTS: dict[str, TypeFacts] = {
     ),
     # resource_compute_global_address.go: every input but labels
     GLOBAL_ADDRESS: TypeFacts(
-        token=GLOBAL_ADDRESS,
+        resource_type=GLOBAL_ADDRESS,
         force_new=frozenset(
             {
                 "address",
@@ -216,13 +216,13 @@ FACTS: dict[str, TypeFacts] = {
     ),
     # resource_service_networking_connection.go:67-86; reservedPeeringRanges PATCHes (:284-310)
     CONNECTION: TypeFacts(
-        token=CONNECTION,
+        resource_type=CONNECTION,
         force_new=frozenset({"network", "service"}),
         diff_suppress=frozenset({"network"}),
     ),
     # resource_container_cluster.go; nodeConfig is schemaNodeConfig() (:1848)
     CLUSTER: TypeFacts(
-        token=CLUSTER,
+        resource_type=CLUSTER,
         force_new=_NODE_CONFIG_FORCE_NEW
         | {
             "datapathProvider",
@@ -297,7 +297,7 @@ FACTS: dict[str, TypeFacts] = {
     ),
     # resource_container_node_pool.go:206-609 + schemaNodeConfig()
     NODE_POOL: TypeFacts(
-        token=NODE_POOL,
+        resource_type=NODE_POOL,
         force_new=_NODE_CONFIG_FORCE_NEW
         | {
             "cluster",
@@ -351,7 +351,7 @@ FACTS: dict[str, TypeFacts] = {
     ),
     # resource_lustre_instance.go:145-179,528; capacityGib is in the update mask (:996-1021)
     LUSTRE: TypeFacts(
-        token=LUSTRE,
+        resource_type=LUSTRE,
         force_new=frozenset(
             {
                 "dynamicTierOptions",
@@ -371,7 +371,7 @@ FACTS: dict[str, TypeFacts] = {
     ),
     # resource_storage_bucket.go; AutoName("name") (resources.go:1649)
     BUCKET: TypeFacts(
-        token=BUCKET,
+        resource_type=BUCKET,
         force_new=frozenset(
             {
                 "customPlacementConfig.dataLocations",
@@ -392,7 +392,7 @@ FACTS: dict[str, TypeFacts] = {
     ),
     # resource_google_service_account.go:90; account_id AutoName (resources.go:982)
     ACCOUNT: TypeFacts(
-        token=ACCOUNT,
+        resource_type=ACCOUNT,
         force_new=frozenset({"accountId", "project"}),
         optional_computed=frozenset({"project"}),
         delete_before_replace=True,
@@ -401,7 +401,7 @@ FACTS: dict[str, TypeFacts] = {
     ),
     # IAM members have no Update; explicit DeleteBeforeReplace (resources.go:934-939)
     PROJECT_IAM_MEMBER: TypeFacts(
-        token=PROJECT_IAM_MEMBER,
+        resource_type=PROJECT_IAM_MEMBER,
         force_new=frozenset(
             {
                 "condition",
@@ -419,7 +419,7 @@ FACTS: dict[str, TypeFacts] = {
         autoname=None,
     ),
     BUCKET_IAM_MEMBER: TypeFacts(
-        token=BUCKET_IAM_MEMBER,
+        resource_type=BUCKET_IAM_MEMBER,
         force_new=frozenset(
             {
                 "bucket",
@@ -435,7 +435,7 @@ FACTS: dict[str, TypeFacts] = {
         diff_suppress=frozenset({"bucket", "member"}),
     ),
     SERVICE: TypeFacts(
-        token=SERVICE,
+        resource_type=SERVICE,
         force_new=frozenset({"project", "service"}),
         optional_computed=frozenset({"project"}),
         diff_suppress=frozenset({"project"}),

@@ -52,7 +52,7 @@ def _type_facts(token: str, entry: Mapping[str, Any]) -> TypeFacts:
         autoname = "accountId"
     rules = [_customize(token, c) for c in entry.get("customizeDiffReplace") or []]
     return TypeFacts(
-        token=token,
+        resource_type=token,
         force_new=frozenset(entry.get("forceNew") or []),
         blocks=frozenset(entry.get("forceNewBlocks") or []),
         optional_computed=frozenset(entry.get("forceNewOptionalComputed") or []),

@@ -76,10 +76,17 @@ class Row:
         return self.key.removeprefix(f"{PROJECT}:")
 
 
-def _gpu_pool_row(key: str, because: str, extra: str = "") -> Row:
+GATES_RERUN = "acceptance gate Jobs (they run again)"
+"""The gates' Jobs are named after what they prove, the pool's capacity, reservation,
+placement and type among it (planning.verify): a new name is a new Job."""
+STORAGE_GATE_RERUNS = "storage gate Job (it runs again)"
+LUSTRE_VOLUME = "Lustre PersistentVolume and claim"
+
+
+def _gpu_pool_row(key: str, because: str, extra: str = "", gates: bool = True) -> Row:
     return Row(
         key=f"{PROJECT}:{key}",
-        recreates=("GPU node pool",),
+        recreates=("GPU node pool", GATES_RERUN) if gates else ("GPU node pool",),
         guarded=frozenset({Guarded.GPU_POOL}),
         loses=f"{LOSE_JOBS}; {LOSE_RESERVED}{extra}",
         because=because,
@@ -91,6 +98,7 @@ ROWS: tuple[Row, ...] = (
         "gpu.driverVersion",
         "NodePool nodeConfig.guestAccelerators[].gpuDriverInstallationConfig.gpuDriverVersion"
         " is ForceNew",
+        gates=False,
     ),
     _gpu_pool_row(
         "gpu.capacity",
@@ -104,6 +112,7 @@ ROWS: tuple[Row, ...] = (
     _gpu_pool_row(
         "gpu.reservationProject",
         "NodePool nodeConfig.reservationAffinity.values is ForceNew",
+        gates=False,
     ),
     _gpu_pool_row("gpu.placement", "NodePool placementPolicy is a ForceNew block"),
     _gpu_pool_row(
@@ -116,7 +125,8 @@ ROWS: tuple[Row, ...] = (
             "Lustre instance",
             "RDMA VPC and its subnets",
             "GPU node pool",
-            "Lustre PersistentVolume and claim",
+            LUSTRE_VOLUME,
+            STORAGE_GATE_RERUNS,
         ),
         guarded=frozenset({Guarded.LUSTRE, Guarded.GPU_POOL}),
         loses=f"{LOSE_DATA}; {LOSE_JOBS}; the reservation, which is zonal (reserve in the new"
@@ -127,7 +137,7 @@ ROWS: tuple[Row, ...] = (
     ),
     Row(
         key=f"{PROJECT}:lustre.throughput",
-        recreates=("Lustre instance", "Lustre PersistentVolume and claim"),
+        recreates=("Lustre instance", LUSTRE_VOLUME, STORAGE_GATE_RERUNS),
         guarded=frozenset({Guarded.LUSTRE}),
         loses=LOSE_DATA,
         because="Lustre perUnitStorageThroughput is ForceNew (the new instance is created before"
@@ -135,7 +145,7 @@ ROWS: tuple[Row, ...] = (
     ),
     Row(
         key=f"{PROJECT}:lustre.filesystem",
-        recreates=("Lustre instance", "Lustre PersistentVolume and claim"),
+        recreates=("Lustre instance", LUSTRE_VOLUME, STORAGE_GATE_RERUNS),
         guarded=frozenset({Guarded.LUSTRE}),
         loses=LOSE_DATA,
         because="Lustre filesystem is ForceNew",
@@ -202,9 +212,12 @@ ROWS: tuple[Row, ...] = (
 """Config keys whose change recreates something, most common first."""
 
 IN_PLACE: tuple[tuple[str, str], ...] = (
-    (f"{PROJECT}:gpu.nodes", "GPU pool nodeCount"),
-    (f"{PROJECT}:gpu.autoscaling", "GPU pool autoscaling"),
-    (f"{PROJECT}:lustre.capacityGib", "Lustre capacityGib (grow only, in steps of the tier)"),
+    (f"{PROJECT}:gpu.nodes", "GPU pool nodeCount (the acceptance gates run again)"),
+    (f"{PROJECT}:gpu.autoscaling", "GPU pool autoscaling (the acceptance gates run again)"),
+    (
+        f"{PROJECT}:lustre.capacityGib",
+        "Lustre capacityGib, grow only in steps of the tier (the storage gate runs again)",
+    ),
     (f"{PROJECT}:lustre.gkeSupport", "Lustre gkeSupportEnabled, LNet firewall, cluster flag"),
     (
         f"{PROJECT}:cluster.systemPool",
@@ -278,3 +291,14 @@ def _shown(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(str(v) for v in value) + "]"
     return str(value)
+
+
+def markdown_table() -> str:
+    """The README's table: config change -> what is recreated -> what a user loses."""
+    lines = ["| Config change | Recreated | What a user loses |", "|---|---|---|"]
+    lines += [f"| `{r.short_key}` | {', '.join(r.recreates)} | {r.loses} |" for r in ROWS]
+    lines += [
+        f"| `{key.removeprefix(f'{PROJECT}:')}` | nothing (in place) | nothing: {what}, in place |"
+        for key, what in IN_PLACE
+    ]
+    return "\n".join(lines)

@@ -2,13 +2,16 @@
 
 Given the stack as it was (its previous stack file, run again here, or the `--json` record of
 an earlier preflight) and as it is now, `compare` diffs every resource's recorded inputs the
-way pulumi-gcp plans them (`bridge_diff` with `gcp_force_new`'s facts), then follows the
-engine's cascade: a resource that is recreated hands its dependents unknown values for the
-properties that name it, and those whose provider replaces on such a property are recreated
-too (pulumi/pulumi `step_generator.go` `calculateDependentReplacements`; applied here to
-create-before-delete replacements as well, which may over-report a dependent that reads only
-an input of the recreated resource). Kubernetes objects are listed as changing with what they
-depend on; whether the Kubernetes provider updates or replaces them is its own decision.
+way its provider plans them (`bridge_diff`, with `gcp_force_new`'s facts for pulumi-gcp and
+`kubernetes_force_new`'s for pulumi-kubernetes), then follows the engine's cascade: a resource
+that is recreated hands its dependents unknown values for the properties that name it, and
+those whose provider replaces on such a property are recreated too (pulumi/pulumi
+`step_generator.go` `calculateDependentReplacements`). The engine does this for resources
+deleted first; for one created first its dependents see the new resource's preview outputs,
+unknown where the cloud computes them. Preflight cannot tell which of those a dependent reads,
+so it treats both alike, which may over-report a dependent that reads only an input of the
+recreated resource. Providers and Helm releases decide for themselves; they are listed when
+their inputs change.
 
 The config keys behind it come from `planning.replacements`, with what a user loses, and a
 protected stack's change the program would refuse is reported with the program's message.
@@ -26,6 +29,7 @@ from planning.replacements import Change, changes, refusals
 from preflight.bridge_diff import UNKNOWN_VALUES, InputDiff, diff_inputs, top_level
 from preflight.engine import ProgramRun
 from preflight.gcp_force_new import FACTS
+from preflight.kubernetes_force_new import kubernetes_facts
 from preflight.stackfiles import StackFileError
 from program.guard import REPLACEMENT_EXPORT
 
@@ -109,7 +113,8 @@ class Planned:
 
     resource: Resource
     op: str
-    """replace, update, create, delete, or change (a Kubernetes object: its provider decides)."""
+    """replace, update, create, delete, or change (a provider or a Helm release, which
+    decide themselves what a change of their inputs means)."""
     why: list[str] = field(default_factory=list)
     delete_before_replace: bool = False
     refused_by_protect: bool = False
@@ -175,7 +180,7 @@ def _reasons(old: Resource, new_inputs: Mapping[str, Any], diff: InputDiff) -> l
 
 
 def _diff(resource: Resource, old: Resource, inputs: Mapping[str, Any]) -> InputDiff | None:
-    facts = FACTS.get(resource.type)
+    facts = FACTS.get(resource.type) or kubernetes_facts(resource.type)
     if facts is None:
         return None
     return diff_inputs(facts, old.inputs, inputs, resource.ignore_changes)
@@ -259,17 +264,14 @@ def _cascade(
             diff = _diff(resource, old[urn], inputs)
             because = f"{gone.name} is recreated and {', '.join(keys)} names it"
             if diff is None:
-                if current is None:
-                    planned[urn] = Planned(resource, "change", [because])
-                continue
+                continue  # a provider or a Helm release: it decides with the new values
             if diff.replaces:
                 replacing = sorted({top_level(p) for p in diff.replacing_paths()})
                 planned[urn] = _replacement(
                     resource, old[urn], diff, [f"{because} ({', '.join(replacing)} is ForceNew)"]
                 )
                 queue.append(urn)
-            elif current is None:
-                planned[urn] = Planned(resource, "update", [because])
+            # Otherwise the engine diffs it with the real new values: the direct pass did.
 
 
 def _line(p: Planned) -> str:
@@ -299,7 +301,7 @@ def render(report: ChangeReport) -> str:
         ("update", "Updated in place"),
         ("create", "Created"),
         ("delete", "Deleted"),
-        ("change", "Kubernetes objects that change (their provider decides update or replace)"),
+        ("change", "Providers and Helm releases with new inputs"),
     )
     for op, title in sections:
         found = report.of(op)

@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from planning.replacements import IN_PLACE, ROWS, Guarded, changes, refusals, row
+from planning.ray import IMAGE_CUDA
+from planning.replacements import ROWS, Guarded, changes, markdown_table, refusals, row
 from preflight import changes as preflight_changes
 from preflight.cli import main, preflight
 from program.guard import REPLACEMENT_EXPORT, ReplacementRefused
+from tests.day2 import IN_PLACE, REPLACING, Case
 from tests.harness import REPO, stack_data, write_stack
-
-RDMA = {"rdma-net", *(f"rdma-sub-{i}" for i in range(8))}
 
 
 def b200_with(tmp_path: Path, **changes_: Any) -> Path:
@@ -48,7 +47,10 @@ def b200_with(tmp_path: Path, **changes_: Any) -> Path:
 
 
 def compare(tmp_path: Path, **changes_: Any) -> preflight_changes.ChangeReport:
-    before = preflight(REPO / "Pulumi.b200.yaml", known=True)
+    """From the committed b200 stack to one with the changes; unprotected, as the engine
+    tests plan it (a protected stack refuses the recreating ones)."""
+    changes_.setdefault("protect", False)
+    before = preflight(b200_with(tmp_path, protect=False), project_dir=REPO, known=True)
     after = preflight(b200_with(tmp_path, **changes_), project_dir=REPO, known=True)
     return preflight_changes.compare(
         preflight_changes.snapshot(before.run, "known"),
@@ -68,40 +70,32 @@ def test_a_zone_change_recreates_lustre_the_rdma_network_and_the_gpu_pool(
     tmp_path: Path,
 ) -> None:
     report = compare(tmp_path, zone="us-central1-c")
-    assert preflight_changes.replaced_names(report) == {"lustre-instance", "gpu-pool", *RDMA}
     by_name = {p.resource.name: p for p in report.planned}
     assert by_name["rdma-net"].delete_before_replace
     assert not by_name["lustre-instance"].delete_before_replace  # created first
     assert by_name["lustre-instance"].why == ["location: us-central1-b -> us-central1-c"]
     assert "rdma-net is recreated and networkConfig names it" in by_name["gpu-pool"].why[0]
+    assert "lustre-volume-pv is recreated" in by_name["lustre-volume-pvc"].why[0]
     assert ops(report)["update"] == {"system-pool"}  # nodeLocations, in place
     assert [c.row.key for c in report.keys] == ["nemo-rl-gke:zone"]
 
 
-@pytest.mark.parametrize(
-    ("changes_", "recreated"),
-    [
-        ({"gpu.reservation": "another-reservation"}, {"gpu-pool"}),
-        ({"gpu.capacity": "spot", "gpu.reservation": None}, {"gpu-pool"}),
-        ({"lustre.throughput": 1000}, {"lustre-instance"}),
-        ({"network.psaCidr": "172.17.0.0/20"}, {"lustre-psa"}),
-        ({"lustre.capacityGib": 36000}, set()),
-        ({"gpu.nodes": 1}, set()),
-        ({"cluster.systemPool": {"min": 2, "max": 3}}, set()),
-    ],
-)
+@pytest.mark.parametrize("case", REPLACING + IN_PLACE, ids=lambda c: c.key)
 def test_each_change_recreates_what_the_table_says_and_nothing_else(
-    tmp_path: Path, changes_: dict[str, Any], recreated: set[str]
+    tmp_path: Path, case: Case, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    report = compare(tmp_path, **changes_)
-    assert preflight_changes.replaced_names(report) == recreated
+    """The same cases the engine tests plan on a running b200 stack."""
+    if case.lift_cuda_check:
+        monkeypatch.setitem(IMAGE_CUDA, "v0.7.0", (12, 9))
+    report = compare(tmp_path, **case.edits)
+    assert preflight_changes.replaced_names(report) == case.expected
 
 
 def test_the_gpu_pool_is_deleted_before_it_is_recreated(tmp_path: Path) -> None:
     """The program asks for it (the reservation has no room for two pools), whatever the
     provider's own rule says."""
     report = compare(tmp_path, **{"gpu.reservation": "another-reservation"})
-    (pool,) = [p for p in report.planned if p.op == "replace"]
+    (pool,) = [p for p in report.planned if p.resource.name == "gpu-pool"]
     assert pool.delete_before_replace
     assert pool.why == [
         'nodeConfig.reservationAffinity.values: ["my-b200-reservation-placeholder"] ->'
@@ -156,7 +150,7 @@ def test_an_unprotected_stack_may_change_and_gets_the_list(tmp_path: Path) -> No
         "--policy-config", str(relaxed), "--quiet",
     )  # fmt: skip
     assert code == 0, out
-    assert "Recreated (1):" in out
+    assert "Recreated (4):" in out  # the instance, its PV and claim, the storage gate
     assert "stops here" not in out
 
 
@@ -173,7 +167,7 @@ def test_the_json_of_an_earlier_preflight_serves_as_the_previous_stack(tmp_path:
     assert code == 1
     recorded = json.loads(report.read_text())["changes"]
     replaced = {r["name"] for r in recorded["resources"] if r["op"] == "replace"}
-    assert replaced == {"lustre-instance", "gpu-pool", *RDMA}
+    assert replaced == next(c for c in REPLACING if c.key == "zone").expected
     assert recorded["keys"][0]["key"] == "nemo-rl-gke:zone"
 
 
@@ -222,25 +216,7 @@ def test_every_key_the_program_exports_has_a_row_and_every_row_a_value() -> None
     assert Guarded.GPU_POOL in row("gpu.driverVersion").guarded
 
 
-def readme_table() -> list[list[str]]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("| Config change | Recreated | What a user loses |", 1)[1]
-    rows = []
-    for line in section.splitlines()[2:]:
-        if not line.startswith("|"):
-            break
-        rows.append([cell.strip() for cell in line.strip("|").split("|")])
-    return rows
-
-
 def test_the_readme_table_is_the_planning_table() -> None:
-    rows = {re.sub(r"`", "", r[0]): r for r in readme_table()}
-    for entry in ROWS:
-        assert entry.short_key in rows, f"README lacks {entry.short_key}"
-        _, recreated, loses = rows[entry.short_key]
-        assert recreated == ", ".join(entry.recreates)
-        assert loses == entry.loses
-    for key, _ in IN_PLACE:
-        short = key.removeprefix("nemo-rl-gke:")
-        assert short in rows
-        assert rows[short][1] == "nothing (in place)"
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert markdown_table() in readme
+    assert [c.row.short_key for c in changes({}, {})] == []

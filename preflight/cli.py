@@ -188,9 +188,16 @@ def main(
         return EXIT_OK if exit_.code == 0 else EXIT_USAGE
     stack_file = args.stack_file or REPO_ROOT / f"Pulumi.{args.stack or 'dev'}.yaml"
     try:
-        stack_name_from_file(stack_file)
+        stack = stack_name_from_file(stack_file)
         if not stack_file.exists():
             raise StackFileError(f"no stack file {stack_file}")
+        if args.previous is not None and args.previous.suffix != ".json":
+            before = stack_name_from_file(args.previous)
+            if before != stack:
+                raise StackFileError(
+                    f"{args.previous} is stack {before!r}, this is {stack!r}: compare a stack"
+                    " with its own earlier configuration"
+                )
         result = preflight(stack_file, policy_config=args.policy_config, known=args.known)
     except (StackFileError, PolicyConfigError) as error:
         print(f"preflight: {error}", file=err)

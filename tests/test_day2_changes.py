@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import io
 import json
+import tempfile
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ import pytest
 from planning.ray import IMAGE_CUDA
 from planning.replacements import ROWS, Guarded, changes, markdown_table, refusals, row
 from preflight import changes as preflight_changes
-from preflight.cli import main, preflight
+from preflight.cli import Result, main, preflight
 from program.guard import REPLACEMENT_EXPORT, ReplacementRefused
 from tests.day2 import IN_PLACE, REPLACING, Case
 from tests.harness import REPO, stack_data, write_stack
@@ -46,11 +48,20 @@ def b200_with(tmp_path: Path, **changes_: Any) -> Path:
     return write_stack(folder, "b200", config)
 
 
+@cache
+def committed_b200(protect: bool = True) -> Result:
+    """The committed b200 stack (protected, or with protect off), every value known."""
+    if protect:
+        return preflight(REPO / "Pulumi.b200.yaml", known=True)
+    folder = Path(tempfile.mkdtemp(prefix="b200-open-"))
+    return preflight(b200_with(folder, protect=False), project_dir=REPO, known=True)
+
+
 def compare(tmp_path: Path, **changes_: Any) -> preflight_changes.ChangeReport:
     """From the committed b200 stack to one with the changes; unprotected, as the engine
     tests plan it (a protected stack refuses the recreating ones)."""
     changes_.setdefault("protect", False)
-    before = preflight(b200_with(tmp_path, protect=False), project_dir=REPO, known=True)
+    before = committed_b200(protect=False)
     after = preflight(b200_with(tmp_path, **changes_), project_dir=REPO, known=True)
     return preflight_changes.compare(
         preflight_changes.snapshot(before.run, "known"),
@@ -101,9 +112,7 @@ def test_the_gpu_pool_is_deleted_before_it_is_recreated(tmp_path: Path) -> None:
         'nodeConfig.reservationAffinity.values: ["my-b200-reservation-placeholder"] ->'
         ' ["another-reservation"]'
     ]
-    record = next(
-        r for r in preflight(REPO / "Pulumi.b200.yaml").run.records if r.name == "gpu-pool"
-    )
+    record = next(r for r in committed_b200().run.records if r.name == "gpu-pool")
     assert record.delete_before_replace is True
 
 
@@ -111,9 +120,7 @@ def test_editing_the_system_pool_minimum_does_not_recreate_it(tmp_path: Path) ->
     report = compare(tmp_path, **{"cluster.systemPool": {"min": 2, "max": 3}})
     assert ops(report).get("update") == {"system-pool"}
     assert "replace" not in ops(report)
-    record = next(
-        r for r in preflight(REPO / "Pulumi.b200.yaml").run.records if r.name == "system-pool"
-    )
+    record = next(r for r in committed_b200().run.records if r.name == "system-pool")
     assert "initialNodeCount" in record.ignore_changes
 
 
@@ -181,7 +188,7 @@ def test_the_program_refuses_a_protected_change_before_registering_anything(
     tmp_path: Path,
 ) -> None:
     """What `pulumi preview` / `up` do: the program reads its last outputs and stops."""
-    exported = preflight(REPO / "Pulumi.b200.yaml").run.exports[REPLACEMENT_EXPORT].value
+    exported = committed_b200().run.exports[REPLACEMENT_EXPORT].value
     changed = b200_with(tmp_path, **{"gpu.reservation": "another-reservation"})
     with pytest.raises(ReplacementRefused) as refused:
         preflight(changed, project_dir=REPO, previous_outputs={REPLACEMENT_EXPORT: exported})
@@ -211,7 +218,7 @@ def test_refusals_name_each_guarded_key_and_skip_growth() -> None:
 
 
 def test_every_key_the_program_exports_has_a_row_and_every_row_a_value() -> None:
-    exported = preflight(REPO / "Pulumi.b200.yaml").run.exports[REPLACEMENT_EXPORT].value
+    exported = committed_b200().run.exports[REPLACEMENT_EXPORT].value
     assert {r.short_key for r in ROWS} == set(exported) - {"protect"}
     assert Guarded.GPU_POOL in row("gpu.driverVersion").guarded
 

@@ -692,7 +692,9 @@ def test_the_readme_teardown_leaves_no_kubernetes_object_and_no_state(b200: str)
     assert not (STATE / ".pulumi" / "stacks" / "nemo-rl-gke" / "b200.json").exists()
 
 
-def test_dev_up_and_a_plain_destroy_is_complete(cluster: None) -> None:
+def test_dev_up_and_a_plain_destroy_leave_no_kubernetes_object(cluster: None) -> None:
+    """dev is unprotected: a plain `pulumi destroy` goes through, and its Kubernetes objects
+    leave the API server (its GCP resources are the stand-in's, which deletes nothing real)."""
     up = make("engine-up", "STACK=dev")
     assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
     (pv,) = items("pv")

@@ -115,16 +115,23 @@ def wait_until(what: str, check: Any, timeout: float = 120) -> None:
 
 
 def our_processes() -> list[str]:
-    """Every live process running a binary of the test bed's build cache."""
+    """Every live process running a binary of the test bed's build cache for this checkout.
+
+    The build cache is shared by every checkout on the machine, so a process counts as ours
+    when it runs in this checkout or names it on its command line (its data and kubeconfigs
+    live under `.tools/local-cluster`)."""
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
             exe = os.readlink(proc / "exe")
+            cwd = os.readlink(proc / "cwd")
+            cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
         except OSError:
             continue
-        if exe.startswith(str(cache_root() / "go-builds")):
+        mine = cwd == str(REPO) or cwd.startswith(f"{REPO}/") or str(REPO) in cmdline
+        if exe.startswith(str(cache_root() / "go-builds")) and mine:
             found.append(f"{proc.name} {exe}")
     return found
 

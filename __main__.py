@@ -7,6 +7,7 @@ import pulumi
 from planning.naming import base_labels
 from planning.ray import submit_command
 from program.gke import build_gke
+from program.guard import REPLACEMENT_EXPORT, stop_surprise_replacements
 from program.networks import build_networks
 from program.ray_platform import build_ray
 from program.storage import build_cloud_storage, build_volumes
@@ -20,6 +21,9 @@ stack = pulumi.get_stack()
 values = current_config_values()
 cfg = load_stack_config(values, stack, current_secret_keys(values))
 labels = base_labels(stack, cfg.labels)
+# A protected stack never recreates its GPU pool, Lustre or cluster by surprise: compared with
+# what this stack's last deployment exported, before anything is registered.
+replacement_config = stop_surprise_replacements(cfg, stack)
 
 nets = build_networks(cfg)
 gke = build_gke(cfg, nets, labels)
@@ -30,6 +34,7 @@ verification = build_verification(cfg, gke, volumes, {"stack": stack})
 gates = [verification.last] if verification is not None and verification.last else []
 ray = build_ray(cfg, gke, volumes, secret_outputs(), {"stack": stack}, after=gates)
 
+pulumi.export(REPLACEMENT_EXPORT, replacement_config)
 pulumi.export("clusterName", gke.cluster.name)
 pulumi.export("clusterLocation", gke.cluster.location)
 pulumi.export("kubeconfig", gke.cluster.kubeconfig)

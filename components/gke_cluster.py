@@ -39,6 +39,8 @@ class MaintenancePlan:
     exclusion_scope: str | None
     """None: no exclusion. Otherwise NO_UPGRADES | NO_MINOR_UPGRADES | NO_MINOR_OR_NODE_UPGRADES."""
     exclusion_start: str
+    exclusion_end: str | None = None
+    """None: until the version's end of support (minor scopes only); else this RFC 3339 time."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,8 +139,11 @@ class GkeCluster(pulumi.ComponentResource):
                 gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
                     exclusion_name="protect-training",
                     start_time=m.exclusion_start,
+                    # An end time, or GKE's "until end of support" (not for NO_UPGRADES).
+                    end_time=m.exclusion_end,
                     exclusion_options=gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
-                        scope=m.exclusion_scope, end_time_behavior="UNTIL_END_OF_SUPPORT"
+                        scope=m.exclusion_scope,
+                        end_time_behavior=None if m.exclusion_end else "UNTIL_END_OF_SUPPORT",
                     ),
                 )
             ]

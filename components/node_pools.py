@@ -92,7 +92,10 @@ class SystemNodePool(pulumi.ComponentResource):
                 "disk_size_gb": args.disk_gb,
                 "labels": {POOL_LABEL: "system"},
             },
-            opts=pulumi.ResourceOptions(parent=self),
+            # initialNodeCount only sizes the pool at creation (the autoscaler owns the count
+            # afterwards) and it is ForceNew: without this, editing cluster.systemPool.min
+            # would recreate the pool that runs the Ray head and KubeRay.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]),
         )
         self.pool_name = pool.name
         self.node_selector = pulumi.Output.from_input({POOL_LABEL: "system"})
@@ -221,7 +224,14 @@ class GpuNodePool(pulumi.ComponentResource):
                 )
             ),
             node_config=self._node_config(args),
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=list(GPU_POOL_IGNORED_DRIFT)),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                ignore_changes=list(GPU_POOL_IGNORED_DRIFT),
+                # A replacement must free the reservation before the new pool asks for it: a
+                # reservation has no room for a second pool's nodes (create-first would wait
+                # for capacity that only the old pool's deletion gives back).
+                delete_before_replace=True,
+            ),
         )
         self.pool_name = pool.name
         self.node_selector = pulumi.Output.from_input({ACCELERATOR_LABEL: gpu.accelerator_type})

@@ -19,8 +19,10 @@ def _protected(args: ResourceValidationArgs, config: Config) -> Iterator[str]:
     if args.opts.protect:
         return
     props = args.props
-    if args.resource_type == CLUSTER and get_bool(props, "deletionProtection") is not False:
-        return  # GKE deletion protection (the provider's default) blocks a delete
+    if args.resource_type == CLUSTER and get_bool(props, "deletionProtection") is True:
+        # GKE deletion protection blocks a delete; left unset, the provider's Check fills in
+        # its default (true), so policies see it as they see every checked input.
+        return
     if args.resource_type == LUSTRE and get_str(props, "deletionPolicy") == "PREVENT":
         return
     yield "can be deleted by `pulumi destroy`; protect it (nemo-rl-gke:protect: true)"

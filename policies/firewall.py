@@ -8,7 +8,7 @@ from ipaddress import IPv4Network, ip_network
 from pulumi_policy import PolicyResource, ResourceValidationArgs
 
 from policies.base import Config, last_segment, of_type, resource_policy, stack_policy
-from policies.props import get_bool, get_list, get_map, get_str
+from policies.props import get_bool, get_list, get_map, get_requested_list, get_str
 from policies.resource_types import CLUSTER, FIREWALL, GLOBAL_ADDRESS, NETWORK, NODE_POOL
 
 WORLD = ("0.0.0.0/0", "::/0")
@@ -81,7 +81,9 @@ def gvnic_network_names(resources: Sequence[PolicyResource]) -> set[str]:
     roce = roce_network_names(resources)
     names: set[str] = set()
     for pool in of_type(resources, NODE_POOL):
-        for extra in get_list(get_map(pool.props, "networkConfig"), "additionalNodeNetworkConfigs"):
+        for extra in get_requested_list(
+            pool.props, "networkConfig", "additionalNodeNetworkConfigs"
+        ):
             network = last_segment(get_str(extra, "network"))
             if network and network not in roce:
                 names.add(network)

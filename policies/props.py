@@ -1,8 +1,10 @@
 """Safe readers for policy props.
 
 The engine hands policies read-only Mapping/Sequence proxies in wire form: camelCase keys,
-numbers as floats, provider defaults absent. These helpers never index blindly, so a missing
-property is "not set", not a crash.
+numbers as floats, inputs after the provider's `Check` (its schema defaults filled in), stack
+policies the outputs. These helpers never index blindly, so a missing property is "not set",
+not a crash; an unknown value (during a preview) raises, so the engine reports the policy as
+"can't run ... during preview" instead of passing it silently.
 """
 
 from __future__ import annotations
@@ -35,6 +37,21 @@ def get_list(props: Mapping[str, Any] | None, *path: str) -> list[Any]:
     if isinstance(value, Sequence) and not isinstance(value, str):
         return list(value)
     return []
+
+
+def get_requested_list(props: Mapping[str, Any] | None, *path: str) -> list[Any]:
+    """A list that holds only what the program asked for, read from a stack policy's outputs.
+
+    Some lists are Optional+Computed in pulumi-gcp and GCP fills them only with what was
+    requested: a node pool's additional node networks, a subnet's secondary ranges. When the
+    program sets none, the provider returns the list as computed, unknown until the resource
+    exists; that unknown means "none asked for", so it reads as empty here (where the program
+    does set the list, it is the program's own value, known during a preview).
+    """
+    try:
+        return get_list(props, *path)
+    except UnknownValueError:
+        return []
 
 
 def get_int(props: Mapping[str, Any] | None, *path: str) -> int | None:

@@ -17,7 +17,15 @@ from pulumi_policy import EnforcementLevel, PolicyResource, ResourceValidationAr
 
 from policies.base import Config, last_segment, of_type, resource_policy, stack_policy
 from policies.firewall import roce_network_names
-from policies.props import get_bool, get_list, get_map, get_str, has_key, known_items
+from policies.props import (
+    get_bool,
+    get_list,
+    get_map,
+    get_requested_list,
+    get_str,
+    has_key,
+    known_items,
+)
 from policies.resource_types import CLUSTER, NODE_POOL, POD_TEMPLATE_OWNERS, SUBNETWORK
 
 DEFAULT_COMPUTE_SA = re.compile(r"^\d+-compute@developer\.gserviceaccount\.com$")
@@ -207,7 +215,7 @@ def _flow_logs(
             continue  # RoCE subnets carry only RDMA traffic; flow logs do not apply
         if not get_map(subnet.props, "logConfig"):
             yield ("has no VPC flow logs", subnet)
-        if get_list(subnet.props, "secondaryIpRanges") and not get_bool(
+        if get_requested_list(subnet.props, "secondaryIpRanges") and not get_bool(
             subnet.props, "privateIpGoogleAccess"
         ):
             yield ("hosts GKE nodes without Private Google Access", subnet)

@@ -13,8 +13,9 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
+from preflight import changes
 from preflight.engine import ProgramError, ProgramRun, run_program
 from preflight.policy_runner import (
     PolicyConfigError,
@@ -51,6 +52,8 @@ class Result:
     seconds: float
     warnings: list[str] = field(default_factory=list)
     """Policy-config entries the CLI accepts but that do nothing (likely typos)."""
+    preview: bool = True
+    """Computed values were unknown, as in a first `pulumi preview` (else all known)."""
 
     @property
     def mandatory(self) -> list[Violation]:
@@ -59,7 +62,8 @@ class Result:
 
     def as_json(self) -> dict[str, object]:
         """The `--json` document."""
-        return to_json(self.run, self.policies, self.violations, self.summary)
+        mode = "preview" if self.preview else "known"
+        return to_json(self.run, self.policies, self.violations, self.summary, mode)
 
 
 def default_policy_config(project_dir: Path, stack: str) -> Path | None:
@@ -75,12 +79,15 @@ def preflight(
     policy_config: Path | None = None,
     use_default_policy_config: bool = True,
     known: bool = False,
+    previous_outputs: dict[str, Any] | None = None,
 ) -> Result:
     """Load config, run the program under mocks, evaluate the policy pack.
 
     By default values the cloud computes are unknown, as in a first `pulumi preview`, so a
     policy that needs one reports "can't run ... during preview" here too. `known=True`
     evaluates with every value known (what the policies see after `pulumi up`).
+    `previous_outputs` are what the stack's last deployment exported, as the program reads
+    them back (none: a stack never deployed).
 
     Raises StackFileError / InvalidStackConfig / PolicyConfigError (exit 2) and
     ProgramError (exit 1).
@@ -109,6 +116,7 @@ def preflight(
         region=config.values.get("gcp:region", ""),
         zone=config.values.get(f"{project.name}:zone", ""),
         preview=not known,
+        previous_outputs=previous_outputs,
     )
     policies, violations = evaluate(
         run.records, POLICIES, reconciled, PACK_NAME, PACK_VERSION, PACK_ENFORCEMENT_LEVEL
@@ -121,6 +129,7 @@ def preflight(
         policy_config_path=policy_config,
         seconds=time.perf_counter() - started,
         warnings=list(reconciled.warnings),
+        preview=not known,
     )
 
 
@@ -156,6 +165,13 @@ def _parser() -> argparse.ArgumentParser:
         help="also write every Kubernetes object (and the Pods of Ray clusters) as YAML files"
         " into this folder, with computed values resolved, for scanners such as checkov",
     )
+    parser.add_argument(
+        "--previous",
+        type=Path,
+        help="the stack as it was: its earlier Pulumi.<stack>.yaml (e.g. from `git show`) or the"
+        " --json report of an earlier preflight; lists what the change recreates and why, and"
+        " exits 1 when the program would refuse it (a protected stack)",
+    )
     parser.add_argument("--quiet", action="store_true", help="print only the result line")
     return parser
 
@@ -172,9 +188,16 @@ def main(
         return EXIT_OK if exit_.code == 0 else EXIT_USAGE
     stack_file = args.stack_file or REPO_ROOT / f"Pulumi.{args.stack or 'dev'}.yaml"
     try:
-        stack_name_from_file(stack_file)
+        stack = stack_name_from_file(stack_file)
         if not stack_file.exists():
             raise StackFileError(f"no stack file {stack_file}")
+        if args.previous is not None and args.previous.suffix != ".json":
+            before = stack_name_from_file(args.previous)
+            if before != stack:
+                raise StackFileError(
+                    f"{args.previous} is stack {before!r}, this is {stack!r}: compare a stack"
+                    " with its own earlier configuration"
+                )
         result = preflight(stack_file, policy_config=args.policy_config, known=args.known)
     except (StackFileError, PolicyConfigError) as error:
         print(f"preflight: {error}", file=err)
@@ -190,6 +213,16 @@ def main(
         traceback.print_exc(file=err)
         return EXIT_VIOLATIONS
 
+    report = None
+    if args.previous is not None:
+        try:
+            report = _compare_with(args.previous, stack_file, result, args.policy_config)
+        except StackFileError as error:
+            print(f"preflight: {error}", file=err)
+            return EXIT_USAGE
+        except InvalidStackConfig as error:
+            print(f"preflight: previous stack: {error}", file=err)
+            return EXIT_USAGE
     for warning in result.warnings:
         print(f"preflight: warning: {warning}", file=err)
     if args.manifests is not None:
@@ -203,7 +236,10 @@ def main(
         files = write_manifests(resolved.run, args.manifests)
         print(f"preflight: wrote {len(files)} manifests to {args.manifests}", file=err)
     if args.json is not None:
-        args.json.write_text(json.dumps(result.as_json(), indent=2) + "\n", encoding="utf-8")
+        document = result.as_json()
+        if report is not None:
+            document["changes"] = changes.to_json(report)
+        args.json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     if args.graph is not None:
         from preflight.graph import render
 
@@ -226,11 +262,35 @@ def main(
             for key, export in sorted(result.run.exports.items()):
                 print(f"  {key}: {json.dumps(export.shown)}", file=out)
         print(file=out)
-    verdict = "FAIL" if result.mandatory else "PASS"
+    if report is not None:
+        print(changes.render(report), file=out)
+        print(file=out)
+    refused = bool(report and report.refusals)
+    verdict = "FAIL" if result.mandatory or refused else "PASS"
     print(
         f"preflight {result.run.stack}: {verdict} - {len(result.run.records)} resources,"
         f" {len(result.mandatory)} mandatory / {len(result.violations)} total violations"
         f" ({result.seconds:.2f}s)",
         file=out,
     )
-    return EXIT_VIOLATIONS if result.mandatory else EXIT_OK
+    return EXIT_VIOLATIONS if result.mandatory or refused else EXIT_OK
+
+
+def _compare_with(
+    previous: Path, stack_file: Path, result: Result, policy_config: Path | None
+) -> changes.ChangeReport:
+    """The change from `previous` (a stack file or a --json report) to this run."""
+    if not previous.exists():
+        raise StackFileError(f"no previous stack file or report {previous}")
+    if previous.suffix == ".json":
+        before = changes.load_snapshot(previous)
+    else:
+        stack_name_from_file(previous)
+        # Both sides with every value known: fakes derived from names, equal where unchanged.
+        ran = preflight(previous, policy_config=policy_config, known=True)
+        before = changes.snapshot(ran.run, "known")
+    mode = "preview" if result.preview else "known"
+    now = result
+    if before.mode != mode:
+        now = preflight(stack_file, policy_config=policy_config, known=before.mode == "known")
+    return changes.compare(before, changes.snapshot(now.run, before.mode), str(previous))

@@ -110,14 +110,21 @@ def run_program(
     region: str = "",
     zone: str = "",
     preview: bool = True,
+    previous_outputs: dict[str, Any] | None = None,
 ) -> ProgramRun:
     """Execute `main` once against FakeCloud; raise whatever the program raises.
 
     `preview` (the default) answers as a first `pulumi preview` of a new stack does: values
     the cloud computes are unknown. `preview=False` makes every value known, as after `up`.
+    `previous_outputs` are the stack's outputs as its last deployment left them (what the
+    program reads back about itself); none, as for a stack never deployed, by default.
     """
     fake = FakeCloud(
-        config.values.get("gcp:project", "fake-project"), region, zone, preview=preview
+        config.values.get("gcp:project", "fake-project"),
+        region,
+        zone,
+        preview=preview,
+        previous_outputs=previous_outputs,
     )
     exports: dict[str, Export] = {}
 

@@ -15,6 +15,8 @@ from typing import Any
 import pulumi
 from pulumi.runtime.rpc import UNKNOWN
 
+from preflight.cloud_outputs import CLOUD_FILLED, plan_known
+
 FAKE_PROJECT_NUMBER = "000000000000"
 FAKE_ENDPOINT = "203.0.113.10"
 FAKE_LUSTRE_IP = "192.0.2.10"
@@ -24,9 +26,14 @@ _COMPUTE = "https://www.googleapis.com/compute/v1/"
 Outputs = dict[str, Any]
 
 
-def preview_outputs(inputs: Outputs, computed: Outputs) -> Outputs:
-    """What a provider returns from a create during preview: inputs, computed values unknown."""
-    result: Outputs = {}
+READ_STACK_OUTPUTS = "pulumi:pulumi:readStackOutputs"
+"""The engine's built-in invoke that reads a stack's last outputs (as a StackReference does)."""
+
+
+def preview_outputs(inputs: Outputs, computed: Outputs, token: str = "") -> Outputs:
+    """What a provider returns from a create during preview: inputs, computed values unknown
+    (those the fake computes, and every other output the cloud fills for `token`)."""
+    result: Outputs = {key: UNKNOWN for key in CLOUD_FILLED.get(token, ()) if key not in inputs}
     for key, value in computed.items():
         given = inputs.get(key)
         if key in inputs and given == value:
@@ -54,8 +61,12 @@ class FakeCloud(pulumi.runtime.Mocks):
         endpoint: str = FAKE_ENDPOINT,
         ca: str = FAKE_CA,
         preview: bool = False,
+        previous_outputs: dict[str, Any] | None = None,
     ) -> None:
         self.project = project
+        self.previous_outputs = dict(previous_outputs or {})
+        """What `readStackOutputs` answers for the stack itself: the outputs of its last
+        deployment (empty: a stack never deployed)."""
         self.region = region
         self.zone = zone
         self.endpoint = endpoint
@@ -88,13 +99,14 @@ class FakeCloud(pulumi.runtime.Mocks):
         """Echo the inputs, then add the outputs the provider would compute."""
         outputs: Outputs = dict(args.inputs)
         resource_id = self.compute_outputs(args.typ, args.name, outputs)
+        planned = plan_known(args.typ, args.inputs, self.project)
         if not self.preview:
-            return resource_id, outputs
+            return resource_id, {**planned, **outputs}
         if args.typ.startswith("kubernetes:"):
             # The engine hands back no state for a resource whose provider's configuration
             # is unknown (pkg/resource/plugin/provider_plugin.go, Create during preview).
             return "", {}
-        return "", preview_outputs(dict(args.inputs), outputs)
+        return "", {**preview_outputs(dict(args.inputs), outputs, args.typ), **planned}
 
     def compute_outputs(self, typ: str, name: str, outputs: Outputs) -> str:
         """Add the outputs a create of `typ` computes to `outputs` (inputs); return the id."""
@@ -111,6 +123,12 @@ class FakeCloud(pulumi.runtime.Mocks):
 
     def call_result(self, token: str, args: dict[str, Any]) -> dict[str, Any]:
         """What an invoke returns (the fields the program reads)."""
+        if token == READ_STACK_OUTPUTS:
+            return {
+                "name": args.get("name"),
+                "outputs": self.previous_outputs,
+                "secretOutputNames": [],
+            }
         if token == "gcp:organizations/getProject:getProject":  # noqa: S105 - a token name
             project = args.get("projectId") or self.project
             return {"projectId": project, "number": FAKE_PROJECT_NUMBER, "name": project}

@@ -11,6 +11,9 @@ from google.protobuf import json_format, struct_pb2
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.rpc import UNKNOWN
 
+from preflight.bridge_diff import apply_check_defaults
+from preflight.gcp_force_new import FACTS
+
 SIG_KEY = "4dabf18193072939515e22adb298388d"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"  # noqa: S105 - Pulumi wire signature
 RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
@@ -68,8 +71,22 @@ def mask(value: Any) -> Any:
     return value
 
 
+def with_check_defaults(type_: str, value: struct_pb2.Struct) -> None:
+    """Add, in place, the defaults the real provider's `Check` adds to a resource's inputs
+    (the engine hands policies and the provider's create the checked inputs)."""
+    facts = FACTS.get(type_)
+    if facts is None or not facts.defaults:
+        return
+    inputs = json_format.MessageToDict(value)
+    checked, _ = apply_check_defaults(facts, inputs)
+    if checked != inputs:
+        value.Clear()
+        value.update(checked)
+
+
 class RecordingMonitor(MockMonitor):
-    """A MockMonitor that keeps the raw RegisterResource requests."""
+    """A MockMonitor that keeps the raw RegisterResource requests (after the provider's
+    `Check` defaults, as the engine keeps them)."""
 
     def __init__(self, mocks: Any) -> None:
         super().__init__(mocks)
@@ -77,7 +94,9 @@ class RecordingMonitor(MockMonitor):
         self._lock = threading.Lock()
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
-        """Record the request, then let the mock answer it."""
+        """Apply the Check defaults, record the request, then let the mock answer it."""
+        if request.custom:
+            with_check_defaults(request.type, request.object)
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type == "pulumi:pulumi:Stack":
             return response

@@ -270,19 +270,26 @@ def to_json(
     policies: list[PolicyInfo],
     violations: list[Violation],
     summary: Summary,
+    mode: str = "preview",
 ) -> dict[str, Any]:
-    """The `--json` document; secrets appear only as `[secret]`."""
+    """The `--json` document; secrets appear only as `[secret]`. It records what a later
+    `python -m preflight --previous FILE` compares with (inputs, what they depend on)."""
     return {
         "stack": run.stack,
         "project": run.project,
+        "mode": mode,
         "resources": [
             {
                 "urn": r.urn,
                 "type": r.type,
                 "name": r.name,
+                "custom": r.custom,
                 "parent": r.parent,
                 "dependencies": r.dependencies,
+                "propertyDependencies": r.property_dependencies,
                 "protect": r.protect,
+                "deleteBeforeReplace": r.delete_before_replace,
+                "ignoreChanges": r.ignore_changes,
                 "provider": r.provider,
                 "inputs": r.inputs,
             }

@@ -69,6 +69,7 @@ def build_gke(cfg: StackConfig, nets: Networks, labels: Mapping[str, str]) -> Gk
                 recurrence=maintenance.recurrence,
                 exclusion_scope=maintenance.exclusion_scope if maintenance.block_upgrades else None,
                 exclusion_start=maintenance.exclusion_start,
+                exclusion_end=maintenance.exclusion_end,
             ),
             lustre_csi=cfg.lustre.enabled,
             # GPU nodes with a gVNIC NIC have a standard NIC outside the cluster VPC.

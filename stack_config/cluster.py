@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Annotated, Literal, Self, cast
 
+from dateutil.rrule import rrulestr
 from pydantic import AfterValidator, Field, model_validator
 
 from planning.versions import VERSIONS, gke_at_least
@@ -24,6 +25,50 @@ def _rfc3339(value: str) -> datetime:
 
 
 Rfc3339 = Annotated[str, AfterValidator(lambda v: (_rfc3339(v), v)[1])]
+
+NO_UPGRADES_MAX = timedelta(days=30)
+"""GKE: a NO_UPGRADES exclusion lasts at most 30 days; only the minor-upgrade scopes may run
+until the version's end of support."""
+MIN_AVAILABILITY = timedelta(hours=48)
+AVAILABILITY_PERIOD = timedelta(days=32)
+"""GKE: the maintenance policy must leave at least 48 hours of maintenance availability in any
+32-day rolling period, counting windows of 4 hours or more."""
+MIN_WINDOW = timedelta(hours=4)
+
+
+def least_availability(
+    start: datetime, end: datetime, recurrence: str, horizon: timedelta = timedelta(days=400)
+) -> tuple[timedelta, datetime]:
+    """The fewest window hours in any 32 days (from `start` over `horizon`), and where.
+
+    The RRULE is evaluated by dateutil's RFC 5545 implementation; overlapping occurrences
+    merge into one stretch of availability.
+    """
+    rule = rrulestr(recurrence, dtstart=start)
+    length = end - start
+    stretches: list[tuple[datetime, datetime]] = []
+    for begin in rule.between(start, start + horizon, inc=True):
+        if stretches and begin <= stretches[-1][1]:
+            stretches[-1] = (stretches[-1][0], max(stretches[-1][1], begin + length))
+        else:
+            stretches.append((begin, begin + length))
+    last_start = start + horizon - AVAILABILITY_PERIOD
+    # The covered time of a sliding period is least just after a stretch ends or just before
+    # one begins: look at those moments (and at the start).
+    candidates = {start}
+    for begin, finish in stretches:
+        candidates.update({finish, begin - AVAILABILITY_PERIOD})
+    least, where = AVAILABILITY_PERIOD, start
+    for moment in sorted(c for c in candidates if start <= c <= last_start):
+        period_end = moment + AVAILABILITY_PERIOD
+        covered = sum(
+            (min(finish, period_end) - max(begin, moment) for begin, finish in stretches
+             if begin < period_end and finish > moment and finish - begin >= MIN_WINDOW),
+            timedelta(),
+        )  # fmt: skip
+        if covered < least:
+            least, where = covered, moment
+    return least, where
 
 
 class SystemPoolConfig(ConfigModel):
@@ -71,17 +116,79 @@ class MaintenanceConfig(ConfigModel):
     exclusion_start: Rfc3339 = Field(
         "2026-01-01T00:00:00Z", description="When the exclusion starts (RFC 3339, UTC)."
     )
+    exclusion_end: Rfc3339 | None = Field(
+        None,
+        description="When the exclusion ends (RFC 3339, UTC). Unset: at the version's end of"
+        " support, which only the minor scopes allow; NO_UPGRADES needs an end at most 30 days"
+        " after exclusionStart.",
+    )
 
     @model_validator(mode="after")
-    def _window(self) -> Self:
+    def _rules(self) -> Self:
+        for problem in self._problems():
+            raise problem
+        return self
+
+    def _problems(self) -> Iterator[ConfigProblem]:
         start, end = _rfc3339(self.window_start), _rfc3339(self.window_end)
-        if end - start < timedelta(hours=4):
-            raise ConfigProblem(
+        if end - start < MIN_WINDOW:
+            yield ConfigProblem(
                 ("windowEnd",),
                 "the maintenance window must last at least 4 hours",
                 "move windowEnd at least 4 hours after windowStart",
             )
-        return self
+            return
+        try:
+            least, where = least_availability(start, end, self.recurrence)
+        except (ValueError, TypeError) as err:
+            yield ConfigProblem(
+                ("recurrence",),
+                f"{self.recurrence!r} is not an RFC 5545 recurrence rule ({err})",
+                "write it like FREQ=WEEKLY;BYDAY=SA,SU",
+            )
+            return
+        if least < MIN_AVAILABILITY:
+            hours = least.total_seconds() / 3600
+            each = (end - start).total_seconds() / 3600
+            yield ConfigProblem(
+                ("recurrence",),
+                f"{each:g}-hour windows ({self.recurrence}) give {hours:g} hours of maintenance"
+                f" in the 32 days from {where:%Y-%m-%d}; GKE requires at least 48 hours in any"
+                " 32 days",
+                "make the windows longer (windowEnd) or more frequent (recurrence), e.g. 8 hours"
+                " with FREQ=WEEKLY;BYDAY=SA,SU",
+            )
+        if self.block_upgrades:
+            yield from self._exclusion_problems()
+
+    def _exclusion_problems(self) -> Iterator[ConfigProblem]:
+        begin = _rfc3339(self.exclusion_start)
+        latest = (begin + NO_UPGRADES_MAX).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if self.exclusion_end is None:
+            if self.exclusion_scope == "NO_UPGRADES":
+                yield ConfigProblem(
+                    ("exclusionScope",),
+                    "a NO_UPGRADES exclusion lasts at most 30 days; only NO_MINOR_UPGRADES and"
+                    " NO_MINOR_OR_NODE_UPGRADES can last until the version's end of support",
+                    f"set cluster.maintenance.exclusionEnd to {latest} or earlier, or use"
+                    " exclusionScope NO_MINOR_OR_NODE_UPGRADES",
+                )
+            return
+        finish = _rfc3339(self.exclusion_end)
+        if finish <= begin:
+            yield ConfigProblem(
+                ("exclusionEnd",),
+                f"{self.exclusion_end} is not after exclusionStart {self.exclusion_start}",
+                "move exclusionEnd after exclusionStart",
+            )
+        elif self.exclusion_scope == "NO_UPGRADES" and finish - begin > NO_UPGRADES_MAX:
+            yield ConfigProblem(
+                ("exclusionEnd",),
+                f"a NO_UPGRADES exclusion lasts at most 30 days; {self.exclusion_start} to"
+                f" {self.exclusion_end} is {(finish - begin).days} days",
+                f"set cluster.maintenance.exclusionEnd to {latest} or earlier, or use"
+                " exclusionScope NO_MINOR_OR_NODE_UPGRADES (until end of support)",
+            )
 
 
 class ClusterConfig(ConfigModel):

@@ -80,8 +80,8 @@ class NetworkConfig(ConfigModel):
     psa_cidr: Cidr = Field(
         IPv4Network("172.16.0.0/20"),
         description="Private services access range reserved for the Managed Lustre servers"
-        " (a /16 to /24; Google's Lustre examples use a /20). Outside 192.168.0.0/16, which GPU"
-        " nodes route on their gVNIC and RDMA NICs.",
+        " (a /16 to /23: Managed Lustre needs a /23 or larger; Google's examples use a /20)."
+        " Outside 192.168.0.0/16, which GPU nodes route on their gVNIC and RDMA NICs.",
     )
     mtu: int = Field(
         8896,
@@ -98,10 +98,20 @@ class NetworkConfig(ConfigModel):
     @field_validator("psa_cidr")
     @classmethod
     def _psa_size(cls, value: IPv4Network) -> IPv4Network:
-        if not 16 <= value.prefixlen <= 24:
+        # Managed Lustre's VPC page asks for a /23 or larger range (Google's examples use a
+        # /20); the API refuses a smaller one when the instance is created.
+        if value.prefixlen > 23:
             raise ConfigProblem(
                 (),
-                f"{value} is a /{value.prefixlen}; a private services range is a /16 to a /24",
+                f"{value} is a /{value.prefixlen}; Managed Lustre needs a private services range"
+                " of /23 or larger",
+                "use a /23 to /16, e.g. 172.16.0.0/20 (Google's examples use a /20)",
+            )
+        if value.prefixlen < 16:
+            raise ConfigProblem(
+                (),
+                f"{value} is a /{value.prefixlen}; keep the private services range at a /16"
+                " or smaller",
                 "use e.g. 172.16.0.0/20",
             )
         return value

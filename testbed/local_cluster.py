@@ -34,6 +34,7 @@ from planning.verify import GATE_LABEL
 from testbed.cluster_pieces import build_all
 from testbed.pki import Pki, ensure_pki
 from testbed.processes import Processes
+from testbed.shared import shared_dir
 
 REPO = Path(__file__).resolve().parent.parent
 ROOT = REPO / ".tools" / "local-cluster"
@@ -55,17 +56,6 @@ STOP_ORDER = [
 POOL_LABEL = "nemo-rl-gke/pool"
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 GIB_PER_GB = 1 / 1.073741824
-
-
-def shared_dir() -> Path:
-    """The shared test data folder (charts, schemas): NEMO_RL_GKE_SHARED or ../shared."""
-    configured = os.environ.get("NEMO_RL_GKE_SHARED")
-    if configured:
-        return Path(configured)
-    for candidate in (REPO.parent / "shared", Path("/work/shared")):
-        if (candidate / "charts").exists():
-            return candidate
-    return REPO.parent / "shared"
 
 
 def kuberay_chart() -> Path:

@@ -32,6 +32,7 @@ def test_dev_passes_and_writes_json(tmp_path: Path) -> None:
     assert set(data) == {
         "stack",
         "project",
+        "mode",
         "resources",
         "outputs",
         "policies",
@@ -45,9 +46,13 @@ def test_dev_passes_and_writes_json(tmp_path: Path) -> None:
         "urn",
         "type",
         "name",
+        "custom",
         "parent",
         "dependencies",
+        "propertyDependencies",
         "protect",
+        "deleteBeforeReplace",
+        "ignoreChanges",
         "provider",
         "inputs",
     }

@@ -351,6 +351,55 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "not an RFC 3339 time",
     ),
     (
+        "window-too-rare",
+        {"cluster": {"maintenance": {"recurrence": "FREQ=WEEKLY;BYDAY=SU"}}},
+        "nemo-rl-gke:cluster.maintenance.recurrence",
+        "8-hour windows (FREQ=WEEKLY;BYDAY=SU) give 32 hours of maintenance in the 32 days",
+    ),
+    (
+        "window-rule-ends",
+        {"cluster": {"maintenance": {"recurrence": "FREQ=DAILY;COUNT=5"}}},
+        "nemo-rl-gke:cluster.maintenance.recurrence",
+        "GKE requires at least 48 hours in any 32 days",
+    ),
+    (
+        "window-rule-malformed",
+        {"cluster": {"maintenance": {"recurrence": "FREQ=WEEKLY;BYDAY=SATURDAY"}}},
+        "nemo-rl-gke:cluster.maintenance.recurrence",
+        "not an RFC 5545 recurrence rule",
+    ),
+    (
+        "no-upgrades-until-end-of-support",
+        {"cluster": {"maintenance": {"exclusionScope": "NO_UPGRADES"}}},
+        "nemo-rl-gke:cluster.maintenance.exclusionScope",
+        "set cluster.maintenance.exclusionEnd to 2026-01-31T00:00:00Z or earlier",
+    ),
+    (
+        "no-upgrades-longer-than-30-days",
+        {
+            "cluster": {
+                "maintenance": {
+                    "exclusionScope": "NO_UPGRADES",
+                    "exclusionEnd": "2026-03-01T00:00:00Z",
+                }
+            }
+        },
+        "nemo-rl-gke:cluster.maintenance.exclusionEnd",
+        "lasts at most 30 days",
+    ),
+    (
+        "exclusion-ends-before-it-starts",
+        {"cluster": {"maintenance": {"exclusionEnd": "2025-12-01T00:00:00Z"}}},
+        "nemo-rl-gke:cluster.maintenance.exclusionEnd",
+        "not after exclusionStart",
+    ),
+    (
+        "psa-range-too-small-for-lustre",
+        {"network": {"psaCidr": "172.16.0.0/24"}},
+        "nemo-rl-gke:network.psaCidr",
+        "Managed Lustre needs a private services range of /23 or larger",
+    ),
+    (
         "system-pool-order",
         {"cluster": {"systemPool": {"min": 4, "max": 2}}},
         "nemo-rl-gke:cluster.systemPool.min",
@@ -392,6 +441,24 @@ def test_invalid_config_names_key_and_fix(
     assert fragment in str(err), str(err)
     assert err.fix, "every message says how to fix it"
     assert "\n" not in str(err), "one line"
+
+
+def test_valid_maintenance_and_psa_edges_pass() -> None:
+    """The limits themselves are accepted: a /23, a 30-day NO_UPGRADES, daily 4-hour windows
+    (exactly 128 hours in 32 days), a minor-scope exclusion with an end time."""
+    maintenance = {
+        "exclusionScope": "NO_UPGRADES",
+        "exclusionEnd": "2026-01-31T00:00:00Z",
+        "recurrence": "FREQ=DAILY",
+        "windowEnd": "2026-01-03T08:00:00Z",
+    }
+    cfg = load_stack_config(
+        values(network={"psaCidr": "172.16.0.0/23"}, cluster={"maintenance": maintenance}),
+        "b200",
+    )
+    assert cfg.cluster.maintenance.exclusion_end == "2026-01-31T00:00:00Z"
+    minor = {"exclusionEnd": "2026-09-01T00:00:00Z"}
+    load_stack_config(values(cluster={"maintenance": minor}), "b200")
 
 
 def test_l4_needs_no_rdma_and_rejects_rdma_cidrs() -> None:

@@ -5,18 +5,25 @@ Go module proxy here, so the engine test bed installs this one under the same na
 version. It speaks the real provider protocol (the Python SDK's provider server), and:
 
 - `Check` refuses inputs the real SDK's types refuse: unknown property names, wrong value
-  kinds, missing required inputs (`types_model`), like a provider's own `Check`;
+  kinds, missing required inputs (`types_model`), like a provider's own `Check`, and adds the
+  schema defaults the real provider's `Check` adds (listed in `__defaults`), so policies see
+  inputs as they do with the real provider;
+- `Diff` plans as the bridge does, from the shared reference table of what the real provider
+  replaces on (`replace_facts`, read at start from the shared test data): `replaces` with
+  top-level names, `detailedDiff` with `*_REPLACE` kinds, delete-before-replace by the bridge's
+  rule, an unknown value where a change could force a replacement planning one;
 - `Create` returns the inputs plus what a real create computes (ids, self links, emails, a
-  cluster endpoint and CA, a Lustre mount point), from the same table preflight's mocks use;
-  during a preview those computed values are unknown, as they are with the real provider;
-- `Diff` compares old and new inputs (never outputs), so an unchanged program plans nothing;
+  cluster endpoint and CA, a Lustre mount point, from the same table preflight's mocks use);
+  during a preview every output the real provider always fills (its schema's required and
+  computed outputs, read from the SDK's output types) and the program did not set is unknown;
 - the invokes the program makes (`getProject`, `getClientConfig`) are answered with every
   field of the SDK's result type.
 
-It cannot prove that Google's APIs accept a request, which fields force a replacement, or
-that values are valid beyond their type (a malformed CIDR passes). Every call is written to
-stderr and to the log file named by NEMO_RL_GKE_STANDIN_LOG, each line starting
-"gcp stand-in".
+It cannot prove that Google's APIs accept a request, that values are valid beyond their type
+(a malformed CIDR passes), or that a resource reads back as it was written: `Read` returns the
+state it was given (only a cluster's endpoint and CA follow the environment), so a refresh
+shows no drift that GCP would. Every call is written to stderr and to the log file named by
+NEMO_RL_GKE_STANDIN_LOG, each line starting "gcp stand-in".
 """
 
 from __future__ import annotations
@@ -38,8 +45,9 @@ from pulumi.runtime import proto
 from pulumi.runtime._grpc_settings import _GRPC_CHANNEL_OPTIONS
 from pulumi.runtime.proto import provider_pb2_grpc
 
+from preflight import bridge_diff
 from preflight.fake_cloud import FAKE_CA, FAKE_ENDPOINT, FakeCloud
-from testbed.gcp_standin import types_model
+from testbed.gcp_standin import replace_facts, types_model
 
 VERSION = "10.2.0"
 """The pulumi-gcp release this stands in for (the SDK's pulumi-plugin.json)."""
@@ -165,43 +173,87 @@ class GcpStandIn(p.Provider):
         )
 
     async def check(self, request: p.CheckRequest) -> p.CheckResponse:
-        """Refuse what the SDK's types refuse."""
-        failures = types_model.check_resource(token_of(request.urn), request.new_inputs)
-        log(f"Check {token_of(request.urn)} {name_of(request.urn)!r}: {len(failures)} failure(s)")
+        """Refuse what the SDK's types refuse; add the real provider's Check defaults."""
+        token = token_of(request.urn)
+        failures = types_model.check_resource(token, request.new_inputs)
+        log(f"Check {token} {name_of(request.urn)!r}: {len(failures)} failure(s)")
         for failure in failures:
             log(f"  {failure.property}: {failure.reason}")
-        return p.CheckResponse(inputs=request.new_inputs, failures=_failures(failures))
+        if failures:
+            return p.CheckResponse(inputs=request.new_inputs, failures=_failures(failures))
+        inputs, filled = with_check_defaults(replace_facts.load()[token], request.new_inputs)
+        if filled:
+            log(f"  Check defaults: {', '.join(filled)}")
+        return p.CheckResponse(inputs=inputs, failures=[])
 
     def _computed(
-        self, token: str, name: str, inputs: Mapping[str, PropertyValue], preview: bool
+        self, token: str, name: str, inputs: Mapping[str, PropertyValue]
     ) -> tuple[str, dict[str, PropertyValue]]:
-        """Inputs echoed (secrets kept), plus the outputs a create computes."""
+        """Inputs echoed (secrets kept), plus every output a create computes."""
         echoed = {k: plain(v) for k, v in inputs.items()}
         computed = dict(echoed)
         resource_id = self._cloud().compute_outputs(token, name, computed)
-        known_outputs = types_model.output_names(token)
         outputs = {k: marshalable(v) for k, v in inputs.items()}
         for key, value in computed.items():
             if key in inputs and echoed.get(key) == value:
                 continue
-            if key not in known_outputs:
+            if key not in types_model.output_names(token):
                 raise RuntimeError(f"stand-in bug: {token} has no output {key!r}")
-            outputs[key] = wrap(UNKNOWN if preview else value)
-        return ("" if preview else resource_id), outputs
+            outputs[key] = wrap(value)
+        for key, value in self._planned(token, inputs).items():
+            outputs.setdefault(key, value)
+        for key in types_model.always_set_outputs(token) - set(outputs):
+            outputs[key] = wrap(types_model.placeholder(token, key))
+        return resource_id, outputs
+
+    def _planned(self, token: str, inputs: Mapping[str, PropertyValue]) -> dict[str, PropertyValue]:
+        """Outputs Terraform's plan already knows (CustomizeDiff sets them): the provider's
+        project where the program leaves it out, `deletionPolicy` DELETE, the labels."""
+        names = types_model.output_names(token)
+        known: dict[str, PropertyValue] = {}
+        if "project" in names and "project" not in inputs and self.project:
+            known["project"] = wrap(self.project)
+        if "deletionPolicy" in names and "deletionPolicy" not in inputs:
+            known["deletionPolicy"] = wrap("DELETE")
+        labels = inputs.get("labels") or inputs.get("resourceLabels")
+        for key in ("effectiveLabels", "pulumiLabels"):
+            if key in names:
+                known[key] = labels if labels is not None else wrap({})
+        return known
+
+    def _preview(self, token: str, inputs: Mapping[str, PropertyValue]) -> dict[str, PropertyValue]:
+        """A create's outputs during a preview: inputs, what the plan knows, unknowns."""
+        outputs = {k: marshalable(v) for k, v in inputs.items()}
+        for key, value in self._planned(token, inputs).items():
+            outputs.setdefault(key, value)
+        for key in types_model.always_set_outputs(token) - set(outputs):
+            outputs[key] = wrap(UNKNOWN)
+        return outputs
 
     async def create(self, request: p.CreateRequest) -> p.CreateResponse:
         """Echo inputs and add computed outputs (unknown during a preview)."""
         token, name = token_of(request.urn), name_of(request.urn)
-        resource_id, outputs = self._computed(token, name, request.properties, request.preview)
-        verb = "Preview of create" if request.preview else "Create"
-        log(f"{verb} {token} {name!r} -> {resource_id or '(unknown id)'}")
-        return p.CreateResponse(resource_id=resource_id or None, properties=outputs)
+        if request.preview:
+            log(f"Preview of create {token} {name!r}")
+            return p.CreateResponse(
+                resource_id=None, properties=self._preview(token, request.properties)
+            )
+        resource_id, outputs = self._computed(token, name, request.properties)
+        log(f"Create {token} {name!r} -> {resource_id}")
+        return p.CreateResponse(resource_id=resource_id, properties=outputs)
 
     async def update(self, request: p.UpdateRequest) -> p.UpdateResponse:
-        """New inputs with the computed outputs kept."""
+        """New inputs; computed outputs as they were (a preview) or as the cloud has them."""
         token, name = token_of(request.urn), name_of(request.urn)
-        _, outputs = self._computed(token, name, request.news, request.preview)
-        log(f"{'Preview of update' if request.preview else 'Update'} {token} {name!r}")
+        if request.preview:
+            log(f"Preview of update {token} {name!r}")
+            outputs = {k: marshalable(v) for k, v in request.news.items()}
+            for key, value in request.olds.items():
+                if key not in request.news and not key.startswith("__"):
+                    outputs[key] = marshalable(value)
+            return p.UpdateResponse(properties=outputs)
+        _, outputs = self._computed(token, name, request.news)
+        log(f"Update {token} {name!r}")
         return p.UpdateResponse(properties=outputs)
 
     async def delete(self, request: p.DeleteRequest) -> None:
@@ -209,10 +261,12 @@ class GcpStandIn(p.Provider):
         log(f"Delete {token_of(request.urn)} {name_of(request.urn)!r} ({request.resource_id})")
 
     async def read(self, request: p.ReadRequest) -> p.ReadResponse:
-        """A refresh finds the resource as it was created; a cluster's endpoint and CA as they
-        are now (NEMO_RL_GKE_STANDIN_ENDPOINT / _CA_FILE), as after a rotation."""
+        """The state it is given, unchanged (no GCP to ask), except a cluster's endpoint and CA,
+        which are what the environment says now (NEMO_RL_GKE_STANDIN_ENDPOINT / _CA_FILE), as
+        after a rotation. A refresh against the stand-in can therefore show no drift that GCP
+        would report (a field the API fills differently, a node count the autoscaler moved)."""
         token = token_of(request.urn)
-        log(f"Read {token} {name_of(request.urn)!r}")
+        log(f"Read {token} {name_of(request.urn)!r} (state returned as given)")
         properties = dict(request.properties)
         if token == CLUSTER and "endpoint" in properties:
             current = self._cloud()
@@ -265,37 +319,89 @@ class GcpStandIn(p.Provider):
         raise RuntimeError(f"the stand-in does not answer {token}")
 
 
-def _has_unknown(value: Any) -> bool:
-    if isinstance(value, list):
-        return any(_has_unknown(v) for v in value)
-    if isinstance(value, dict):
-        return any(_has_unknown(v) for v in value.values())
-    return bool(value == UNKNOWN)
+def with_check_defaults(
+    facts: bridge_diff.TypeFacts, inputs: Mapping[str, PropertyValue]
+) -> tuple[dict[str, PropertyValue], list[str]]:
+    """The inputs with the Check defaults of `facts` (secrets and unknowns kept as they are)."""
+    result = dict(inputs)
+    filled: list[str] = []
+    for path, default in sorted(facts.defaults.items()):
+        if default is False or default == 0 or default == "":
+            continue  # the bridge no longer synthesizes falsy defaults (#3398)
+        if _fill(result, path.split("."), default):
+            filled.append(path)
+    top = [f for f in filled if "." not in f and "[" not in f]
+    if top:
+        given = plain(result.get(bridge_diff.DEFAULTS_KEY, PropertyValue([])))
+        listed = sorted({*(given if isinstance(given, list) else []), *top})
+        result[bridge_diff.DEFAULTS_KEY] = wrap(listed)
+    return result, filled
+
+
+def _fill(target: dict[str, PropertyValue], parts: list[str], default: Any) -> bool:
+    """Set `default` at `parts` under every parent present (`a[]` visits each element)."""
+    head, rest = parts[0], parts[1:]
+    key = head.removesuffix("[]")
+    if not rest:
+        present = target.get(key)
+        if present is not None and present.value is not None:
+            return False
+        target[key] = wrap(default)
+        return True
+    child = target.get(key)
+    if child is None or not isinstance(child.value, Mapping | tuple):
+        return False  # no parent object (or an unknown one): the bridge adds nothing there
+    if head.endswith("[]"):
+        if not isinstance(child.value, tuple):
+            return False
+        elements, filled = [], False
+        for element in child.value:
+            if isinstance(element.value, Mapping):
+                inner = dict(element.value)
+                filled = _fill(inner, rest, default) or filled
+                element = PropertyValue(inner, is_secret=element.is_secret)
+            elements.append(element)
+        target[key] = PropertyValue(elements, is_secret=child.is_secret)
+        return filled
+    if not isinstance(child.value, Mapping):
+        return False
+    inner = dict(child.value)
+    filled = _fill(inner, rest, default)
+    target[key] = PropertyValue(inner, is_secret=child.is_secret)
+    return filled
+
+
+_KINDS = {kind: getattr(proto.PropertyDiff, kind.value) for kind in bridge_diff.Kind}
 
 
 class _Servicer(ProviderServicer):
-    """The SDK's provider servicer, with a Diff that compares old inputs to new inputs."""
+    """The SDK's provider servicer, with a Diff that compares old inputs to new inputs (the
+    SDK's own passes old outputs) the way the bridge does."""
 
     async def Diff(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC method
-        olds = PropertyValue.unmarshal_map(request.old_inputs)
-        news = PropertyValue.unmarshal_map(request.news)
-        null = PropertyValue(None)
-        changed = sorted(
-            key
-            for key in set(olds) | set(news)
-            if not key.startswith("__")
-            and (
-                _has_unknown(plain(news.get(key, null)))
-                or plain(olds.get(key, null)) != plain(news.get(key, null))
-            )
+        token = token_of(request.urn)
+        olds = {k: plain(v) for k, v in PropertyValue.unmarshal_map(request.old_inputs).items()}
+        news = {k: plain(v) for k, v in PropertyValue.unmarshal_map(request.news).items()}
+        facts = replace_facts.load().get(token)
+        if facts is None:
+            raise RuntimeError(f"the replacement facts table has no entry for {token}")
+        result = bridge_diff.diff_inputs(facts, olds, news, list(request.ignoreChanges))
+        summary = (
+            ", ".join(f"{path} {kind.value}" for path, kind in sorted(result.detailed.items()))
+            or "no changes"
         )
-        log(f"Diff {request.urn.rsplit('::', 1)[-1]}: {changed or 'no changes'}")
+        dbr = " (delete before replace)" if result.delete_before_replace else ""
+        log(f"Diff {token} {name_of(request.urn)!r}: {summary}; replaces {result.replaces}{dbr}")
         return proto.DiffResponse(
-            changes=proto.DiffResponse.DIFF_SOME if changed else proto.DiffResponse.DIFF_NONE,
-            diffs=changed,
+            changes=(
+                proto.DiffResponse.DIFF_SOME if result.changed else proto.DiffResponse.DIFF_NONE
+            ),
+            replaces=result.replaces,
+            deleteBeforeReplace=result.delete_before_replace,
+            diffs=result.diffs,
             detailedDiff={
-                key: proto.PropertyDiff(kind=proto.PropertyDiff.UPDATE, inputDiff=True)
-                for key in changed
+                path: proto.PropertyDiff(kind=_KINDS[kind], inputDiff=True)
+                for path, kind in result.detailed.items()
             },
             hasDetailedDiff=True,
         )

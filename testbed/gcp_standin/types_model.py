@@ -91,6 +91,50 @@ def output_names(token: str) -> frozenset[str]:
 
 
 @functools.cache
+def _output_types(token: str) -> dict[str, Any]:
+    """Wire name -> the type its output property is annotated with (`Output[T]` unwrapped
+    once: `T`, `Optional[T]`, ...)."""
+    cls = resource_class(token)
+    found: dict[str, Any] = {}
+    for wire, python in pulumi_types.resource_pulumi_to_py_names(cls).items():
+        prop = getattr(cls, python)
+        hint = typing.get_type_hints(prop.fget)["return"]
+        args = typing.get_args(hint)
+        found[wire] = args[0] if args else Any
+    return found
+
+
+def _is_optional(annotation: Any) -> bool:
+    return typing.get_origin(annotation) is typing.Union and type(None) in typing.get_args(
+        annotation
+    )
+
+
+@functools.cache
+def always_set_outputs(token: str) -> frozenset[str]:
+    """Outputs the provider always fills: its schema's required outputs, which the bridge
+    makes of every Required and every Computed attribute (the SDK types them `Output[T]`,
+    not `Output[Optional[T]]`). Those the program does not set are computed by the cloud,
+    so a preview leaves them unknown."""
+    return frozenset(w for w, t in _output_types(token).items() if not _is_optional(t))
+
+
+def placeholder(token: str, wire: str) -> Any:
+    """A value of the output's type that is plainly made up (strings say `stand-in`)."""
+    annotation = _unwrap(_output_types(token)[wire])
+    origin = typing.get_origin(annotation)
+    if annotation is str:
+        return "stand-in"
+    if annotation is bool:
+        return False
+    if annotation in (int, float):
+        return 0.0
+    if origin in (list, collections.abc.Sequence, Sequence):
+        return []
+    return {}
+
+
+@functools.cache
 def _fields(input_type: type) -> tuple[dict[str, Any], frozenset[str]]:
     """(wire name -> type, required wire names) of an input type."""
     return (

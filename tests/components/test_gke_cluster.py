@@ -78,6 +78,7 @@ def test_cluster_inputs_follow_the_sample_scripts() -> None:
     assert c["ipAllocationPolicy"] == {
         "clusterSecondaryRangeName": "pods",
         "servicesSecondaryRangeName": "services",
+        "stackType": "IPV4",  # the provider's Check default, as the engine records inputs
     }
     assert c["datapathProvider"] == "ADVANCED_DATAPATH"  # --enable-dataplane-v2
     assert c["enableMultiNetworking"] is True
@@ -126,6 +127,21 @@ def test_maintenance_window_and_upgrade_exclusion() -> None:
     no_exclusion = MaintenancePlan(**{**MAINTENANCE.__dict__, "exclusion_scope": None})
     records, _ = build(args(maintenance=no_exclusion))
     assert not records["gke-cluster"].inputs["maintenancePolicy"].get("maintenanceExclusions")
+
+
+def test_a_no_upgrades_exclusion_ends_at_its_end_time_not_at_end_of_support() -> None:
+    """GKE refuses NO_UPGRADES until end of support; with an end time the exclusion says when."""
+    plan = MaintenancePlan(
+        **{
+            **MAINTENANCE.__dict__,
+            "exclusion_scope": "NO_UPGRADES",
+            "exclusion_end": "2026-01-31T00:00:00Z",
+        }
+    )
+    records, _ = build(args(maintenance=plan))
+    (exclusion,) = records["gke-cluster"].inputs["maintenancePolicy"]["maintenanceExclusions"]
+    assert exclusion["endTime"] == "2026-01-31T00:00:00Z"
+    assert exclusion["exclusionOptions"] == {"scope": "NO_UPGRADES"}
 
 
 def test_node_service_account_is_least_privilege() -> None:

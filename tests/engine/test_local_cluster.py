@@ -24,7 +24,11 @@ from typing import Any
 
 import pytest
 
+from planning.ray import IMAGE_CUDA
 from planning.verify import GATE_ORDER
+from preflight import changes as preflight_changes
+from preflight.cli import main as preflight_main
+from preflight.cli import preflight
 from testbed import local_cluster
 from testbed.engine import STATE
 from testbed.engine_stack import environ
@@ -32,6 +36,7 @@ from testbed.gate_pods import SCENARIO_FILE
 from testbed.gate_standins import Scenario
 from testbed.gobuild import cache_root
 from testbed.processes import Processes
+from tests.day2 import IN_PLACE, REPLACING, Case
 from tests.engine.realcli import REPO, Events, Workspace, make_workspace
 
 ROOT = local_cluster.ROOT
@@ -110,16 +115,23 @@ def wait_until(what: str, check: Any, timeout: float = 120) -> None:
 
 
 def our_processes() -> list[str]:
-    """Every live process running a binary of the test bed's build cache."""
+    """Every live process running a binary of the test bed's build cache for this checkout.
+
+    The build cache is shared by every checkout on the machine, so a process counts as ours
+    when it runs in this checkout or names it on its command line (its data and kubeconfigs
+    live under `.tools/local-cluster`)."""
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
             exe = os.readlink(proc / "exe")
+            cwd = os.readlink(proc / "cwd")
+            cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
         except OSError:
             continue
-        if exe.startswith(str(cache_root() / "go-builds")):
+        mine = cwd == str(REPO) or cwd.startswith(f"{REPO}/") or str(REPO) in cmdline
+        if exe.startswith(str(cache_root() / "go-builds")) and mine:
             found.append(f"{proc.name} {exe}")
     return found
 
@@ -262,10 +274,136 @@ def test_kuberay_reconciles_the_raycluster_onto_the_right_nodes(b200: str) -> No
     assert raycluster["status"]["state"] == "ready"
 
 
-def test_no_perpetual_diff_after_up_and_after_refresh(b200: str) -> None:
+def test_a_second_preview_and_a_refresh_plan_nothing(b200: str) -> None:
+    """The program is deterministic and the real Kubernetes provider reads back what it
+    applied, so an unchanged program plans nothing, before and after a refresh. The GCP half
+    of the refresh reads the stand-in, which returns the state it was given: this cannot show
+    a field GCP would report back differently (that drift is what `ignore_changes` on the GPU
+    pool is for, from Cluster Toolkit's experience, not from a test here)."""
     must(pulumi(b200, "preview", "--expect-no-changes"))
     must(pulumi(b200, "refresh", "--yes"))
     must(pulumi(b200, "preview", "--expect-no-changes"))
+
+
+def workspace_on_b200(tmp_path: Path) -> Workspace:
+    """A project copy that previews the module's running b200 stack: the same backend and
+    stack (a copy of its stack file, so `pulumi config set` there leaves this checkout's
+    alone) with the local cluster's environment. A preview writes no state."""
+    workspace = make_workspace(tmp_path)
+    shutil.copy2(REPO / "Pulumi.b200.yaml", workspace.root / "Pulumi.b200.yaml")
+    workspace.backend = STATE
+    env = environ()
+    for key in (
+        "PATH",
+        "PULUMI_CONFIG_PASSPHRASE",
+        "NEMO_RL_GKE_STANDIN_ENDPOINT",
+        "NEMO_RL_GKE_STANDIN_CA_FILE",
+    ):
+        if key in env:
+            workspace.extra_env[key] = env[key]
+    return workspace
+
+
+def _without_ciphertext(value: Any) -> Any:
+    if isinstance(value, dict):
+        if "ciphertext" in value:
+            return "[secret]"
+        return {k: _without_ciphertext(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_ciphertext(v) for v in value]
+    return value
+
+
+def resources_by_urn(stack: str) -> dict[str, Any]:
+    """urn -> (id, inputs) of the stack's state."""
+    return {r["urn"]: (r.get("id"), _without_ciphertext(r.get("inputs"))) for r in state(stack)}
+
+
+def configure(workspace: Workspace, edits: list[tuple[str, str | None]]) -> None:
+    for key, value in edits:
+        if value is None:
+            workspace.pulumi("config", "rm", "--path", key, "-s", "b200")
+        else:
+            workspace.pulumi("config", "set", "--path", key, value, "-s", "b200")
+
+
+def ops_of(events: Events, name: str) -> list[str]:
+    return [s.op for s in events.steps if s.name == name]
+
+
+@pytest.mark.parametrize("case", REPLACING + IN_PLACE, ids=lambda c: c.key)
+def test_a_day2_change_plans_exactly_what_the_table_says(
+    b200: str, tmp_path: Path, case: Case, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each change, previewed on the running b200 stack: the GCP stand-in plans from the
+    shared table of what the real provider replaces on, the real engine cascades to what
+    depends on it, and the real Kubernetes provider decides for its objects. The replaced
+    resources are the README table's row (planning.replacements) and nothing else, and
+    preflight --previous, offline, lists the same. Recreating changes are previewed with
+    protect off (a protected stack refuses them: the next test)."""
+    workspace = workspace_on_b200(tmp_path)
+    if case.lift_cuda_check:
+        ray = workspace.root / "planning" / "ray.py"
+        ray.write_text(ray.read_text().replace('"v0.7.0": (13, 2)', '"v0.7.0": (12, 9)'))
+        monkeypatch.setitem(IMAGE_CUDA, "v0.7.0", (12, 9))
+    edits = case.cli_edits()
+    if case in REPLACING:
+        edits = [("nemo-rl-gke:protect", "false"), *edits]
+    configure(workspace, edits)
+    events = workspace.events("preview", "-s", "b200")
+    assert events.returncode == 0, events.text()
+    replaced = {s.name for s in events.steps if s.op == "replace"}
+    assert replaced == case.expected
+    if "gpu-pool" in replaced:  # deleted first: its reservation is free for the new pool
+        pool = ops_of(events, "gpu-pool")
+        assert pool.index("delete-replaced") < pool.index("create-replacement"), pool
+    if "lustre-instance" in replaced:  # created first (the bridge's rule for Lustre)
+        lustre = ops_of(events, "lustre-instance")
+        assert lustre.index("create-replacement") < lustre.index("delete-replaced"), lustre
+    # Preflight, from the stack file alone, plans the same replacements.
+    offline = preflight_changes.compare(
+        preflight_changes.snapshot(preflight(REPO / "Pulumi.b200.yaml", known=True).run, "known"),
+        preflight_changes.snapshot(
+            preflight(workspace.root / "Pulumi.b200.yaml", project_dir=REPO, known=True).run,
+            "known",
+        ),
+        "Pulumi.b200.yaml",
+    )
+    assert preflight_changes.replaced_names(offline) == replaced
+    updated = {s.name for s in events.steps if s.op == "update"} - {"gke-k8s"}
+    assert {p.resource.name for p in offline.of("update")} == updated
+
+
+def test_a_protected_stack_refuses_a_change_that_recreates_the_gpu_pool(
+    b200: str, tmp_path: Path
+) -> None:
+    """The program reads its own last outputs (readStackOutputs, as a StackReference does,
+    from the file backend) and stops before it registers anything: the preview fails naming
+    the key and the way to do it on purpose, and `up --skip-preview` changes nothing."""
+    workspace = workspace_on_b200(tmp_path)
+    before = resources_by_urn(b200)
+    configure(workspace, [("nemo-rl-gke:gpu.reservation", "another-reservation")])
+    preview = workspace.events("preview", "-s", "b200")
+    assert preview.returncode != 0
+    (message,) = [m for m in preview.errors() if "replacement refused" in m]
+    assert message.strip().startswith(
+        "replacement refused: nemo-rl-gke:gpu.reservation: changing it from"
+        " my-b200-reservation-placeholder to another-reservation recreates the GPU node pool"
+    )
+    assert "pulumi config set nemo-rl-gke:protect false && pulumi up" in message
+    assert "Traceback" not in preview.text()
+    assert [s for s in preview.steps if s.op not in ("same",) and "Stack" not in s.type] == []
+    up = workspace.events("up", "-s", "b200", "--yes", "--skip-preview")
+    assert up.returncode != 0
+    # The same resources with the same ids and inputs (a failed update still rewrites the
+    # checkpoint, re-encrypting secrets with a fresh nonce: those are compared as present).
+    assert resources_by_urn(b200) == before
+    # Preflight, given the stack file as it was, stops the same change the same way.
+    code = preflight_main(
+        ["--stack-file", str(workspace.root / "Pulumi.b200.yaml"), "--previous",
+         str(REPO / "Pulumi.b200.yaml"), "--quiet"]
+    )  # fmt: skip
+    assert code == 1
 
 
 def test_a_changed_kubeconfig_replaces_no_kubernetes_object(b200: str, tmp_path: Path) -> None:
@@ -528,7 +666,11 @@ def test_a_plain_destroy_of_b200_is_stopped_by_protection(b200: str) -> None:
     assert kube("get", "namespace", "nemo-rl") is not None
 
 
-def test_the_readme_teardown_removes_everything(b200: str) -> None:
+def test_the_readme_teardown_leaves_no_kubernetes_object_and_no_state(b200: str) -> None:
+    """The README's teardown, as `make engine-down` runs it: every Kubernetes object is gone
+    from the API server and the stack from the backend. The GCP deletions are the stand-in's
+    (it deletes nothing real): this shows that the engine asks for them in an order the
+    protection lets through, not that GCP would delete each resource."""
     down = must(make("engine-down", "STACK=b200"))
     assert "restored Pulumi.b200.yaml" in down.stdout
     assert (
@@ -557,7 +699,9 @@ def test_the_readme_teardown_removes_everything(b200: str) -> None:
     assert not (STATE / ".pulumi" / "stacks" / "nemo-rl-gke" / "b200.json").exists()
 
 
-def test_dev_up_and_a_plain_destroy_is_complete(cluster: None) -> None:
+def test_dev_up_and_a_plain_destroy_leave_no_kubernetes_object(cluster: None) -> None:
+    """dev is unprotected: a plain `pulumi destroy` goes through, and its Kubernetes objects
+    leave the API server (its GCP resources are the stand-in's, which deletes nothing real)."""
     up = make("engine-up", "STACK=dev")
     assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
     (pv,) = items("pv")

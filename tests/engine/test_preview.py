@@ -57,10 +57,12 @@ def test_committed_stacks_preview_with_the_policy_pack(workspace: Workspace, sta
     providers = {
         (s.type, s.name) for s in events.creates() if s.type.startswith("pulumi:providers:")
     }
-    # The explicit Kubernetes provider, and the engine's default gcp provider at the SDK's version.
+    # The explicit Kubernetes provider, the engine's default gcp provider at the SDK's version,
+    # and the built-in one behind `readStackOutputs` (the program reads its last outputs).
     assert providers == {
         ("pulumi:providers:kubernetes", "gke-k8s"),
         ("pulumi:providers:gcp", "default_10_2_0"),
+        ("pulumi:providers:pulumi", "default"),
     }
 
 

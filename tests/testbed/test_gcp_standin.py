@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 from pulumi.provider.experimental import provider as p
 from pulumi.provider.experimental.property_value import Computed, PropertyValue
+from pulumi.runtime import proto
 
-from testbed.gcp_standin import types_model
-from testbed.gcp_standin.provider import UNKNOWN, GcpStandIn, plain, wrap
+from testbed.gcp_standin import replace_facts, types_model
+from testbed.gcp_standin.provider import UNKNOWN, GcpStandIn, _Servicer, plain, wrap
 
 REPO = Path(__file__).resolve().parents[2]
 NETWORK = "gcp:compute/network:Network"
@@ -201,3 +202,172 @@ def test_the_plugin_announces_itself_as_a_stand_in_and_serves_a_port(tmp_path: P
         proc.terminate()
         proc.wait(timeout=30)
     assert "gcp stand-in: serving on 127.0.0.1:" in log.read_text()
+
+
+# --- planning like the real provider (the shared table of what it replaces on) -------------
+
+LUSTRE = "gcp:lustre/instance:Instance"
+FACTS_TABLE = replace_facts.table_path()
+needs_facts = pytest.mark.skipif(
+    not FACTS_TABLE.is_file(),
+    reason=f"the shared replacement facts are not at {FACTS_TABLE} (set NEMO_RL_GKE_SHARED)",
+)
+
+
+def diff(token: str, olds: Mapping[str, Any], news: Mapping[str, Any]) -> Any:
+    """The stand-in's Diff over the wire types, as the engine calls it."""
+    servicer = _Servicer(["127.0.0.1:1"], "10.2.0", GcpStandIn(), "127.0.0.1:1")
+    request = proto.DiffRequest(
+        urn=urn(token, "x"),
+        id="some-id",
+        old_inputs=PropertyValue.marshal_map(props(olds)),
+        olds=PropertyValue.marshal_map(props(olds)),
+        news=PropertyValue.marshal_map(props(news)),
+    )
+    return asyncio.run(servicer.Diff(request, None))
+
+
+GPU_POOL: dict[str, Any] = {
+    "name": "gpu-b200",
+    "cluster": "projects/p/locations/us-central1/clusters/c",
+    "nodeCount": 2.0,
+    "nodeConfig": {
+        "machineType": "a4-highgpu-8g",
+        "guestAccelerators": [
+            {
+                "type": "nvidia-b200",
+                "count": 8.0,
+                "gpuDriverInstallationConfig": {"gpuDriverVersion": "LATEST"},
+            }
+        ],
+        "reservationAffinity": {
+            "consumeReservationType": "SPECIFIC_RESERVATION",
+            "key": "compute.googleapis.com/reservation-name",
+            "values": ["res-a"],
+        },
+    },
+    "networkConfig": {"additionalNodeNetworkConfigs": [{"network": "n", "subnetwork": "s"}]},
+}
+
+
+def with_pool(edit: Any) -> dict[str, Any]:
+    import copy
+
+    pool = copy.deepcopy(GPU_POOL)
+    edit(pool)
+    return pool
+
+
+@needs_facts
+def test_a_driver_change_replaces_the_pool_reported_as_the_bridge_does() -> None:
+    accel = "nodeConfig.guestAccelerators[0].gpuDriverInstallationConfig.gpuDriverVersion"
+    news = with_pool(
+        lambda p: p["nodeConfig"]["guestAccelerators"][0]["gpuDriverInstallationConfig"].update(
+            gpuDriverVersion="DEFAULT"
+        )
+    )
+    response = diff(NODE_POOL, GPU_POOL, news)
+    assert response.changes == proto.DiffResponse.DIFF_SOME
+    assert list(response.replaces) == ["nodeConfig"]  # top-level, as the bridge cuts it
+    assert list(response.detailedDiff) == [accel]
+    assert response.detailedDiff[accel].kind == proto.PropertyDiff.UPDATE_REPLACE
+    # The program names the pool, so the bridge deletes the old one first.
+    assert response.deleteBeforeReplace
+
+
+@needs_facts
+def test_a_pool_size_change_is_in_place() -> None:
+    response = diff(NODE_POOL, GPU_POOL, with_pool(lambda p: p.update(nodeCount=3.0)))
+    assert list(response.replaces) == []
+    assert response.detailedDiff["nodeCount"].kind == proto.PropertyDiff.UPDATE
+    assert not response.deleteBeforeReplace
+
+
+@needs_facts
+def test_an_unknown_network_name_replaces_the_pool() -> None:
+    """What the engine sends when the RDMA network is being recreated delete-first."""
+    unknown = with_pool(
+        lambda p: p["networkConfig"]["additionalNodeNetworkConfigs"][0].update(network=UNKNOWN)
+    )
+    response = diff(NODE_POOL, GPU_POOL, unknown)
+    assert list(response.replaces) == ["networkConfig"]
+
+
+@needs_facts
+def test_lustre_throughput_replaces_create_first_and_capacity_is_in_place() -> None:
+    old = {"instanceId": "i", "location": "z", "capacityGib": "18000"}
+    old["perUnitStorageThroughput"] = "500"
+    faster = diff(LUSTRE, old, {**old, "perUnitStorageThroughput": "1000"})
+    assert list(faster.replaces) == ["perUnitStorageThroughput"]
+    assert not faster.deleteBeforeReplace
+    bigger = diff(LUSTRE, old, {**old, "capacityGib": "36000"})
+    assert list(bigger.replaces) == []
+    assert bigger.changes == proto.DiffResponse.DIFF_SOME
+
+
+@needs_facts
+def test_a_subnet_that_moves_is_replaced_through_meta_and_one_that_grows_is_not() -> None:
+    old = {"name": "s", "network": "n", "ipCidrRange": "10.0.0.0/24"}
+    moved = diff(SUBNET, old, {**old, "ipCidrRange": "10.0.8.0/24"})
+    assert list(moved.replaces) == ["__meta"]
+    assert moved.deleteBeforeReplace
+    grown = diff(SUBNET, old, {**old, "ipCidrRange": "10.0.0.0/22"})
+    assert list(grown.replaces) == []
+
+
+@needs_facts
+def test_check_adds_the_provider_defaults_policies_rely_on() -> None:
+    inputs = props({"name": "c", "location": "us-central1", "ipAllocationPolicy": {}})
+    inputs["description"] = PropertyValue("hidden", is_secret=True)
+    response = asyncio.run(GcpStandIn().check(p.CheckRequest(urn(CLUSTER, "c"), {}, inputs, b"")))
+    assert not response.failures
+    checked = response.inputs or {}
+    assert plain(checked["deletionProtection"]) is True
+    assert plain(checked["enableShieldedNodes"]) is True
+    assert plain(checked["ipAllocationPolicy"]) == {"stackType": "IPV4"}
+    assert sorted(plain(checked["__defaults"])) == [
+        "deletionProtection",
+        "enableShieldedNodes",
+        "network",
+    ]
+    assert checked["description"].is_secret
+    # Falsy defaults are not added (bridge #3398); values the program set stay.
+    given = props({"name": "c", "deletionProtection": False})
+    kept = asyncio.run(GcpStandIn().check(p.CheckRequest(urn(CLUSTER, "c"), {}, given, b"")))
+    assert plain((kept.inputs or {})["deletionProtection"]) is False
+    assert "enableLegacyAbac" not in (kept.inputs or {})
+
+
+def test_a_preview_leaves_every_output_the_cloud_fills_unknown() -> None:
+    standin = configured()
+    inputs = props({"name": "gpu", "cluster": "c", "nodeCount": 2.0})
+    created = asyncio.run(standin.create(p.CreateRequest(urn(NODE_POOL, "p"), inputs, 60, True)))
+    outputs = {k: plain(v) for k, v in created.properties.items()}
+    assert outputs["nodeCount"] == 2.0
+    assert outputs["project"] == "proj-123456"  # the plan knows the provider's project
+    assert outputs["deletionPolicy"] == "DELETE"
+    for key in ("initialNodeCount", "networkConfig", "nodeConfig", "version", "instanceGroupUrls"):
+        assert outputs[key] == UNKNOWN, key
+    assert set(outputs) == set(types_model.always_set_outputs(NODE_POOL))
+
+
+def test_a_create_fills_every_output_the_cloud_fills_with_a_stand_in_value() -> None:
+    standin = configured()
+    inputs = props({"name": "gpu", "cluster": "c", "nodeCount": 2.0})
+    created = asyncio.run(standin.create(p.CreateRequest(urn(NODE_POOL, "p"), inputs, 60, False)))
+    outputs = {k: plain(v) for k, v in created.properties.items()}
+    assert UNKNOWN not in outputs.values()
+    assert outputs["version"] == "stand-in"
+    assert set(outputs) >= set(types_model.always_set_outputs(NODE_POOL))
+
+
+def test_without_the_shared_table_the_stand_in_refuses_to_plan(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("NEMO_RL_GKE_SHARED", str(tmp_path))
+    replace_facts.load.cache_clear()
+    try:
+        with pytest.raises(replace_facts.FactsMissingError, match="NEMO_RL_GKE_SHARED"):
+            replace_facts.load()
+    finally:
+        replace_facts.load.cache_clear()

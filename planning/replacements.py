@@ -1,0 +1,304 @@
+"""Which config changes recreate what, and what a user loses: the day-2 table.
+
+Each row names a config key whose change makes the real pulumi-gcp provider replace a
+resource (its ForceNew inputs, read from the Terraform google-beta and pulumi-gcp sources),
+the engine's cascade to what depends on it, and what is lost with it. The README's table
+"config change -> what is recreated -> what a user loses" is this table; the engine tests
+check each row against the plan the real engine makes; the program refuses, in a protected
+stack, a change that recreates the GPU pool, the Lustre instance or the cluster
+(`refusals`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+from typing import Any
+
+from planning.naming import PROJECT
+
+
+class Guarded(enum.Enum):
+    """What a protected stack never recreates by surprise."""
+
+    GPU_POOL = "the GPU node pool"
+    LUSTRE = "the Lustre instance"
+    CLUSTER = "the GKE cluster"
+
+
+def _differs(old: Any, new: Any) -> bool:
+    return bool(old != new)
+
+
+def _cidr_shrinks_or_moves(old: Any, new: Any) -> bool:
+    """A subnet is recreated when its new range lacks an address of the old one (google-beta
+    `IsShrinkageIpCidr`); growing it in place is an update."""
+
+    def ranges(value: Any) -> list[IPv4Network]:
+        values = value if isinstance(value, list) else [value]
+        return [IPv4Network(str(v)) for v in values]
+
+    before, after = ranges(old), ranges(new)
+    if len(before) != len(after):
+        return True
+    return any(not b.subnet_of(a) for b, a in zip(before, after, strict=True))
+
+
+LOSE_JOBS = "running jobs on the GPU nodes"
+LOSE_RESERVED = (
+    "the reserved VMs until the new pool has them (the old pool is deleted first, which frees"
+    " the reservation for it)"
+)
+LOSE_DATA = "every file on Lustre (the new instance is empty: copy data out first)"
+LOSE_ALL = "everything: jobs, data on Lustre, reserved capacity, in-cluster state"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One config key whose change recreates something."""
+
+    key: str
+    """As in `pulumi config set --path`: `nemo-rl-gke:gpu.driverVersion`, `gcp:region`."""
+    recreates: tuple[str, ...]
+    """What is recreated, in the order the engine goes."""
+    guarded: frozenset[Guarded]
+    loses: str
+    because: str
+    """The provider facts behind it (ForceNew inputs, the engine's cascade)."""
+    changes: Callable[[Any, Any], bool] = _differs
+    """(old value, new value) -> does the change recreate (a grown subnet does not)."""
+
+    @property
+    def short_key(self) -> str:
+        """The key without the project namespace (`gpu.driverVersion`, `gcp:region`)."""
+        return self.key.removeprefix(f"{PROJECT}:")
+
+
+GATES_RERUN = "acceptance gate Jobs (they run again)"
+"""The gates' Jobs are named after what they prove, the pool's capacity, reservation,
+placement and type among it (planning.verify): a new name is a new Job."""
+STORAGE_GATE_RERUNS = "storage gate Job (it runs again)"
+LUSTRE_VOLUME = "Lustre PersistentVolume and claim"
+
+
+def _gpu_pool_row(key: str, because: str, extra: str = "", gates: bool = True) -> Row:
+    return Row(
+        key=f"{PROJECT}:{key}",
+        recreates=("GPU node pool", GATES_RERUN) if gates else ("GPU node pool",),
+        guarded=frozenset({Guarded.GPU_POOL}),
+        loses=f"{LOSE_JOBS}; {LOSE_RESERVED}{extra}",
+        because=because,
+    )
+
+
+ROWS: tuple[Row, ...] = (
+    _gpu_pool_row(
+        "gpu.driverVersion",
+        "NodePool nodeConfig.guestAccelerators[].gpuDriverInstallationConfig.gpuDriverVersion"
+        " is ForceNew",
+        gates=False,
+    ),
+    _gpu_pool_row(
+        "gpu.capacity",
+        "NodePool nodeConfig.reservationAffinity, .spot and .flexStart are ForceNew",
+        "; leaving a reservation gives its capacity back",
+    ),
+    _gpu_pool_row(
+        "gpu.reservation",
+        "NodePool nodeConfig.reservationAffinity.values is ForceNew",
+    ),
+    _gpu_pool_row(
+        "gpu.reservationProject",
+        "NodePool nodeConfig.reservationAffinity.values is ForceNew",
+        gates=False,
+    ),
+    _gpu_pool_row("gpu.placement", "NodePool placementPolicy is a ForceNew block"),
+    _gpu_pool_row(
+        "gpu.type",
+        "NodePool name (gpu-<type>) and nodeConfig.guestAccelerators are ForceNew",
+    ),
+    Row(
+        key=f"{PROJECT}:zone",
+        recreates=(
+            "Lustre instance",
+            "RDMA VPC and its subnets",
+            "GPU node pool",
+            LUSTRE_VOLUME,
+            STORAGE_GATE_RERUNS,
+        ),
+        guarded=frozenset({Guarded.LUSTRE, Guarded.GPU_POOL}),
+        loses=f"{LOSE_DATA}; {LOSE_JOBS}; the reservation, which is zonal (reserve in the new"
+        " zone first)",
+        because="Lustre location and the RoCE network's networkProfile (<zone>-vpc-roce) are"
+        " ForceNew; the engine then replaces what names the RDMA network (its subnets, the GPU"
+        " pool's additional node networks) and the PV whose volume handle names the zone",
+    ),
+    Row(
+        key=f"{PROJECT}:lustre.throughput",
+        recreates=("Lustre instance", LUSTRE_VOLUME, STORAGE_GATE_RERUNS),
+        guarded=frozenset({Guarded.LUSTRE}),
+        loses=LOSE_DATA,
+        because="Lustre perUnitStorageThroughput is ForceNew (the new instance is created before"
+        " the old one is deleted)",
+    ),
+    Row(
+        key=f"{PROJECT}:lustre.filesystem",
+        recreates=("Lustre instance", LUSTRE_VOLUME, STORAGE_GATE_RERUNS),
+        guarded=frozenset({Guarded.LUSTRE}),
+        loses=LOSE_DATA,
+        because="Lustre filesystem is ForceNew",
+    ),
+    Row(
+        key=f"{PROJECT}:network.psaCidr",
+        recreates=("Lustre private services range",),
+        guarded=frozenset(),
+        loses="no data, but the running instance keeps its addresses in the old range, which"
+        " the change gives up (GCP may refuse to delete a range in use): move it together with"
+        " a new Lustre instance",
+        because="GlobalAddress address and prefixLength are ForceNew; the Connection's"
+        " reservedPeeringRanges and the LNet firewall's sourceRanges update in place",
+    ),
+    Row(
+        key=f"{PROJECT}:network.primaryCidr",
+        recreates=("cluster subnet", "GKE cluster", "both node pools"),
+        guarded=frozenset({Guarded.CLUSTER, Guarded.GPU_POOL}),
+        loses="everything on the cluster: jobs, reserved capacity, in-cluster state",
+        because="a subnet range that shrinks or moves is replaced (CustomizeDiff); the cluster's"
+        " subnetwork is ForceNew, so the engine replaces the cluster and with it the pools",
+        changes=_cidr_shrinks_or_moves,
+    ),
+    Row(
+        key=f"{PROJECT}:network.gvnicCidr",
+        recreates=("gVNIC subnet", "GPU node pool"),
+        guarded=frozenset({Guarded.GPU_POOL}),
+        loses=f"{LOSE_JOBS}; {LOSE_RESERVED}",
+        because="a subnet range that shrinks or moves is replaced; the GPU pool's additional"
+        " node networks are ForceNew",
+        changes=_cidr_shrinks_or_moves,
+    ),
+    Row(
+        key=f"{PROJECT}:network.rdmaCidrs",
+        recreates=("RDMA subnets", "GPU node pool"),
+        guarded=frozenset({Guarded.GPU_POOL}),
+        loses=f"{LOSE_JOBS}; {LOSE_RESERVED}",
+        because="a subnet range that shrinks or moves is replaced; the GPU pool's additional"
+        " node networks are ForceNew",
+        changes=_cidr_shrinks_or_moves,
+    ),
+    Row(
+        key=f"{PROJECT}:name",
+        recreates=("every named resource",),
+        guarded=frozenset(Guarded),
+        loses=LOSE_ALL,
+        because="every GCP name derives from it, and names are ForceNew",
+    ),
+    Row(
+        key="gcp:region",
+        recreates=("every regional resource (cluster, pools, subnets, NAT, bucket)",),
+        guarded=frozenset(Guarded),
+        loses=LOSE_ALL,
+        because="location / region is ForceNew on the cluster, pools, subnets and router",
+    ),
+    Row(
+        key="gcp:project",
+        recreates=("every resource",),
+        guarded=frozenset(Guarded),
+        loses=LOSE_ALL,
+        because="project is ForceNew on every resource",
+    ),
+)
+"""Config keys whose change recreates something, most common first."""
+
+IN_PLACE: tuple[tuple[str, str], ...] = (
+    (f"{PROJECT}:gpu.nodes", "GPU pool nodeCount (the acceptance gates run again)"),
+    (f"{PROJECT}:gpu.autoscaling", "GPU pool autoscaling (the acceptance gates run again)"),
+    (
+        f"{PROJECT}:lustre.capacityGib",
+        "Lustre capacityGib, grow only in steps of the tier (the storage gate runs again)",
+    ),
+    (f"{PROJECT}:lustre.gkeSupport", "Lustre gkeSupportEnabled, LNet firewall, cluster flag"),
+    (
+        f"{PROJECT}:cluster.systemPool",
+        "system pool machineType, disk, autoscaling bounds (initialNodeCount is ignored after"
+        " creation)",
+    ),
+    (f"{PROJECT}:network.mtu", "VPC mtu"),
+    (f"{PROJECT}:protect", "deletion protection, Lustre deletionPolicy"),
+    (f"{PROJECT}:labels", "labels"),
+)
+"""Keys people expect to be disruptive that change the resources in place."""
+
+PROTECT_KEY = f"{PROJECT}:protect"
+
+
+def row(key: str) -> Row:
+    """The row of a key (`gpu.zone` or `nemo-rl-gke:zone`); KeyError for an in-place key."""
+    for candidate in ROWS:
+        if key in (candidate.key, candidate.short_key):
+            return candidate
+    raise KeyError(key)
+
+
+@dataclass(frozen=True)
+class Change:
+    """A config change that recreates something."""
+
+    row: Row
+    old: Any
+    new: Any
+
+
+def changes(previous: Mapping[str, Any], current: Mapping[str, Any]) -> Iterator[Change]:
+    """Rows whose key changed between two sets of replacement values (short keys)."""
+    for candidate in ROWS:
+        key = candidate.short_key
+        if key not in previous or key not in current:
+            continue  # a value the previous deployment did not record: nothing to compare
+        old, new = previous[key], current[key]
+        if old != new and candidate.changes(old, new):
+            yield Change(candidate, old, new)
+
+
+ON_PURPOSE = (
+    "to do it on purpose, lift protection in an update of its own, make the change, then"
+    " protect again (README, Day-2 changes): pulumi config set nemo-rl-gke:protect false &&"
+    " pulumi up; then change the key and pulumi up; then pulumi config set nemo-rl-gke:protect"
+    " true && pulumi up"
+)
+
+
+def refusal(change: Change) -> str:
+    """The message that stops a protected stack's preview, naming the key and the way out."""
+    what = " and ".join(g.value for g in sorted(change.row.guarded, key=lambda g: g.name))
+    return (
+        f"{change.row.key}: changing it from {_shown(change.old)} to {_shown(change.new)}"
+        f" recreates {what} ({', '.join(change.row.recreates)}), and this stack is protected"
+        f" (nemo-rl-gke:protect: true). A user loses {change.row.loses}. Nothing was changed;"
+        f" {ON_PURPOSE}"
+    )
+
+
+def refusals(previous: Mapping[str, Any], current: Mapping[str, Any], protected: bool) -> list[str]:
+    """Why a protected stack's update must stop (empty when it may go on)."""
+    if not protected:
+        return []
+    return [refusal(c) for c in changes(previous, current) if c.row.guarded]
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
+
+
+def markdown_table() -> str:
+    """The README's table: config change -> what is recreated -> what a user loses."""
+    lines = ["| Config change | Recreated | What a user loses |", "|---|---|---|"]
+    lines += [f"| `{r.short_key}` | {', '.join(r.recreates)} | {r.loses} |" for r in ROWS]
+    lines += [
+        f"| `{key.removeprefix(f'{PROJECT}:')}` | nothing (in place) | nothing: {what}, in place |"
+        for key, what in IN_PLACE
+    ]
+    return "\n".join(lines)

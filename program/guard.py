@@ -1,0 +1,79 @@
+"""Stop a protected stack's update that would recreate the GPU pool, Lustre or the cluster.
+
+The program exports the values of the config keys whose change recreates something
+(`REPLACEMENT_EXPORT`), and before it registers any resource it reads the ones its own stack
+exported last time, through the engine's built-in `pulumi:pulumi:readStackOutputs` invoke
+(what a StackReference reads: the backend's last checkpoint of this stack). When the stack
+is protected and a key changed in a way that recreates a guarded resource, the program fails
+with one message naming the key, what is lost and the documented way to do it on purpose;
+`pulumi preview` fails with it, and `pulumi up` (with or without its preview) registers
+nothing. A stack that has never been deployed (or was deployed before this export existed)
+has nothing to compare with and goes on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from planning.replacements import refusals
+from stack_config import StackConfig
+
+REPLACEMENT_EXPORT = "replacementConfig"
+"""The stack output holding the values `replacement_values` returns."""
+READ_STACK_OUTPUTS = "pulumi:pulumi:readStackOutputs"
+"""The engine's built-in invoke behind StackReference (pkg/resource/deploy/builtins.go)."""
+
+
+class ReplacementRefused(pulumi.RunError):
+    """A protected stack's change would recreate a guarded resource; nothing was registered.
+
+    A `pulumi.RunError`, so the real CLI prints the message without a traceback.
+    """
+
+
+def replacement_values(cfg: StackConfig) -> dict[str, Any]:
+    """The config values whose change recreates something (planning.replacements' keys)."""
+    gpu, network, lustre = cfg.gpu, cfg.network, cfg.lustre
+    return {
+        "gcp:project": cfg.project,
+        "gcp:region": cfg.region,
+        "zone": cfg.zone,
+        "name": cfg.name,
+        "protect": cfg.protect,
+        "gpu.type": gpu.type,
+        "gpu.capacity": gpu.capacity,
+        "gpu.reservation": gpu.reservation or "",
+        "gpu.reservationProject": gpu.reservation_project or "",
+        "gpu.placement": gpu.placement,
+        "gpu.driverVersion": gpu.driver_version,
+        "network.primaryCidr": str(network.primary_cidr),
+        "network.gvnicCidr": str(network.gvnic_cidr),
+        "network.rdmaCidrs": [str(c) for c in cfg.rdma_cidrs],
+        "network.psaCidr": str(network.psa_cidr),
+        "lustre.throughput": lustre.throughput if lustre.enabled else 0,
+        "lustre.filesystem": lustre.filesystem if lustre.enabled else "",
+    }
+
+
+def previous_outputs(stack: str) -> dict[str, Any]:
+    """This stack's outputs as its last deployment left them (empty before the first)."""
+    name = f"{pulumi.get_organization()}/{pulumi.get_project()}/{stack}"
+    # An invoke blocks until answered, so nothing is registered before the check below.
+    value = pulumi.runtime.invoke(READ_STACK_OUTPUTS, {"name": name}).value or {}
+    outputs = value.get("outputs") if isinstance(value, dict) else None
+    return dict(outputs) if isinstance(outputs, dict) else {}
+
+
+def stop_surprise_replacements(cfg: StackConfig, stack: str) -> dict[str, Any]:
+    """Raise ReplacementRefused when a protected stack's change recreates a guarded resource;
+    return the values to export for the next update to compare with."""
+    current = replacement_values(cfg)
+    previous = previous_outputs(stack).get(REPLACEMENT_EXPORT)
+    if isinstance(previous, dict):
+        problems = refusals(previous, current, cfg.protect)
+        if problems:
+            more = f" ({len(problems) - 1} more change(s) like it)" if len(problems) > 1 else ""
+            raise ReplacementRefused(f"replacement refused: {problems[0]}{more}")
+    return current

@@ -1,0 +1,229 @@
+"""Day-2 changes offline: what a config change recreates, and the protected stack's refusal.
+
+`python -m preflight --previous` compares the stack as it was with the stack as it is, the way
+pulumi-gcp plans it and the engine cascades it (preflight.changes). The program itself reads
+its last deployment's `replacementConfig` output and refuses, in a protected stack, a change
+that recreates the GPU pool, the Lustre instance or the cluster (program.guard). The engine
+tests (tests/engine/test_local_cluster.py) check the same plans under the real engine.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from planning.ray import IMAGE_CUDA
+from planning.replacements import ROWS, Guarded, changes, markdown_table, refusals, row
+from preflight import changes as preflight_changes
+from preflight.cli import Result, main, preflight
+from program.guard import REPLACEMENT_EXPORT, ReplacementRefused
+from tests.day2 import IN_PLACE, REPLACING, Case
+from tests.harness import REPO, stack_data, write_stack
+
+
+def b200_with(tmp_path: Path, **changes_: Any) -> Path:
+    """A copy of Pulumi.b200.yaml (in its own folder) with `a.b` paths set (None: removed)."""
+    config = json.loads(json.dumps(stack_data("b200")["config"]))
+    for dotted, value in changes_.items():
+        key, *path = dotted.split(".")
+        full = key if ":" in key else f"nemo-rl-gke:{key}"
+        if not path:
+            config[full] = value
+            continue
+        target = config.setdefault(full, {})
+        for part in path[:-1]:
+            target = target.setdefault(part, {})
+        if value is None:
+            target.pop(path[-1], None)
+        else:
+            target[path[-1]] = value
+    folder = tmp_path / f"v{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    return write_stack(folder, "b200", config)
+
+
+@cache
+def committed_b200(protect: bool = True) -> Result:
+    """The committed b200 stack (protected, or with protect off), every value known."""
+    if protect:
+        return preflight(REPO / "Pulumi.b200.yaml", known=True)
+    folder = Path(tempfile.mkdtemp(prefix="b200-open-"))
+    return preflight(b200_with(folder, protect=False), project_dir=REPO, known=True)
+
+
+def compare(tmp_path: Path, **changes_: Any) -> preflight_changes.ChangeReport:
+    """From the committed b200 stack to one with the changes; unprotected, as the engine
+    tests plan it (a protected stack refuses the recreating ones)."""
+    changes_.setdefault("protect", False)
+    before = committed_b200(protect=False)
+    after = preflight(b200_with(tmp_path, **changes_), project_dir=REPO, known=True)
+    return preflight_changes.compare(
+        preflight_changes.snapshot(before.run, "known"),
+        preflight_changes.snapshot(after.run, "known"),
+        "Pulumi.b200.yaml",
+    )
+
+
+def ops(report: preflight_changes.ChangeReport) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for planned in report.planned:
+        found.setdefault(planned.op, set()).add(planned.resource.name)
+    return found
+
+
+def test_a_zone_change_recreates_lustre_the_rdma_network_and_the_gpu_pool(
+    tmp_path: Path,
+) -> None:
+    report = compare(tmp_path, zone="us-central1-c")
+    by_name = {p.resource.name: p for p in report.planned}
+    assert by_name["rdma-net"].delete_before_replace
+    assert not by_name["lustre-instance"].delete_before_replace  # created first
+    assert by_name["lustre-instance"].why == ["location: us-central1-b -> us-central1-c"]
+    assert "rdma-net is recreated and networkConfig names it" in by_name["gpu-pool"].why[0]
+    assert "lustre-volume-pv is recreated" in by_name["lustre-volume-pvc"].why[0]
+    assert ops(report)["update"] == {"system-pool"}  # nodeLocations, in place
+    assert [c.row.key for c in report.keys] == ["nemo-rl-gke:zone"]
+
+
+@pytest.mark.parametrize("case", REPLACING + IN_PLACE, ids=lambda c: c.key)
+def test_each_change_recreates_what_the_table_says_and_nothing_else(
+    tmp_path: Path, case: Case, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same cases the engine tests plan on a running b200 stack."""
+    if case.lift_cuda_check:
+        monkeypatch.setitem(IMAGE_CUDA, "v0.7.0", (12, 9))
+    report = compare(tmp_path, **case.edits)
+    assert preflight_changes.replaced_names(report) == case.expected
+
+
+def test_the_gpu_pool_is_deleted_before_it_is_recreated(tmp_path: Path) -> None:
+    """The program asks for it (the reservation has no room for two pools), whatever the
+    provider's own rule says."""
+    report = compare(tmp_path, **{"gpu.reservation": "another-reservation"})
+    (pool,) = [p for p in report.planned if p.resource.name == "gpu-pool"]
+    assert pool.delete_before_replace
+    assert pool.why == [
+        'nodeConfig.reservationAffinity.values: ["my-b200-reservation-placeholder"] ->'
+        ' ["another-reservation"]'
+    ]
+    record = next(r for r in committed_b200().run.records if r.name == "gpu-pool")
+    assert record.delete_before_replace is True
+
+
+def test_editing_the_system_pool_minimum_does_not_recreate_it(tmp_path: Path) -> None:
+    report = compare(tmp_path, **{"cluster.systemPool": {"min": 2, "max": 3}})
+    assert ops(report).get("update") == {"system-pool"}
+    assert "replace" not in ops(report)
+    record = next(r for r in committed_b200().run.records if r.name == "system-pool")
+    assert "initialNodeCount" in record.ignore_changes
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_preflight_previous_prints_what_is_recreated_and_stops_a_protected_stack(
+    tmp_path: Path,
+) -> None:
+    changed = b200_with(tmp_path, **{"lustre.throughput": 1000})
+    code, out, _ = run_cli(
+        "--stack-file", str(changed), "--previous", str(REPO / "Pulumi.b200.yaml"),
+        "--policy-config", str(REPO / "policies" / "config" / "b200.json"), "--quiet",
+    )  # fmt: skip
+    assert code == 1
+    assert "nemo-rl-gke:lustre.throughput: 500 -> 1000 recreates Lustre instance" in out
+    assert "gcp:lustre:Instance lustre-instance (created first)" in out
+    assert "perUnitStorageThroughput: 500 -> 1000" in out
+    assert "pulumi preview stops here: nemo-rl-gke:lustre.throughput" in out
+    assert "preflight b200: FAIL" in out
+
+
+def test_an_unprotected_stack_may_change_and_gets_the_list(tmp_path: Path) -> None:
+    before = b200_with(tmp_path, protect=False)
+    after = b200_with(tmp_path, protect=False, **{"lustre.throughput": 1000})
+    relaxed = tmp_path / "policy.json"  # the pack requires protection on b200: lifted here
+    config = json.loads((REPO / "policies" / "config" / "b200.json").read_text())
+    relaxed.write_text(json.dumps({**config, "protect-stateful-resources": {"required": False}}))
+    code, out, _ = run_cli(
+        "--stack-file", str(after), "--previous", str(before),
+        "--policy-config", str(relaxed), "--quiet",
+    )  # fmt: skip
+    assert code == 0, out
+    assert "Recreated (4):" in out  # the instance, its PV and claim, the storage gate
+    assert "stops here" not in out
+
+
+def test_the_json_of_an_earlier_preflight_serves_as_the_previous_stack(tmp_path: Path) -> None:
+    earlier = tmp_path / "earlier.json"
+    code, _, _ = run_cli("--stack", "b200", "--json", str(earlier), "--quiet")
+    assert code == 0
+    assert json.loads(earlier.read_text())["mode"] == "preview"
+    changed = b200_with(tmp_path, zone="us-central1-c")
+    report = tmp_path / "now.json"
+    code, _, _ = run_cli(
+        "--stack-file", str(changed), "--previous", str(earlier), "--json", str(report), "--quiet"
+    )
+    assert code == 1
+    recorded = json.loads(report.read_text())["changes"]
+    replaced = {r["name"] for r in recorded["resources"] if r["op"] == "replace"}
+    assert replaced == next(c for c in REPLACING if c.key == "zone").expected
+    assert recorded["keys"][0]["key"] == "nemo-rl-gke:zone"
+
+
+def test_previous_must_be_the_same_stack(tmp_path: Path) -> None:
+    code, _, err = run_cli("--stack", "b200", "--previous", str(REPO / "Pulumi.h200.yaml"))
+    assert code == 2
+    assert "compare a stack with its own earlier configuration" in err
+
+
+def test_the_program_refuses_a_protected_change_before_registering_anything(
+    tmp_path: Path,
+) -> None:
+    """What `pulumi preview` / `up` do: the program reads its last outputs and stops."""
+    exported = committed_b200().run.exports[REPLACEMENT_EXPORT].value
+    changed = b200_with(tmp_path, **{"gpu.reservation": "another-reservation"})
+    with pytest.raises(ReplacementRefused) as refused:
+        preflight(changed, project_dir=REPO, previous_outputs={REPLACEMENT_EXPORT: exported})
+    message = str(refused.value)
+    assert message.startswith(
+        "replacement refused: nemo-rl-gke:gpu.reservation: changing it from"
+        " my-b200-reservation-placeholder to another-reservation recreates the GPU node pool"
+    )
+    assert "pulumi config set nemo-rl-gke:protect false && pulumi up" in message
+    # The same change in an unprotected stack goes through; an unchanged stack too.
+    open_stack = b200_with(tmp_path, protect=False, **{"gpu.reservation": "another-reservation"})
+    preflight(open_stack, project_dir=REPO, previous_outputs={REPLACEMENT_EXPORT: exported})
+    preflight(REPO / "Pulumi.b200.yaml", previous_outputs={REPLACEMENT_EXPORT: exported})
+
+
+def test_refusals_name_each_guarded_key_and_skip_growth() -> None:
+    before = {"zone": "a", "network.gvnicCidr": "192.168.0.0/21", "network.psaCidr": "1.0.0.0/20"}
+    grown = {**before, "network.gvnicCidr": "192.168.0.0/20"}
+    assert list(changes(before, grown)) == []
+    moved = {**before, "network.gvnicCidr": "192.168.16.0/21"}
+    assert [c.row.short_key for c in changes(before, moved)] == ["network.gvnicCidr"]
+    psa = {**before, "network.psaCidr": "2.0.0.0/20"}
+    assert refusals(before, psa, protected=True) == []  # recreates no guarded resource
+    assert refusals(before, {**before, "zone": "b"}, protected=False) == []
+    assert len(refusals(before, {**before, "zone": "b"}, protected=True)) == 1
+    assert list(changes({}, {"zone": "b"})) == []  # nothing recorded: nothing to compare
+
+
+def test_every_key_the_program_exports_has_a_row_and_every_row_a_value() -> None:
+    exported = committed_b200().run.exports[REPLACEMENT_EXPORT].value
+    assert {r.short_key for r in ROWS} == set(exported) - {"protect"}
+    assert Guarded.GPU_POOL in row("gpu.driverVersion").guarded
+
+
+def test_the_readme_table_is_the_planning_table() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert markdown_table() in readme
+    assert [c.row.short_key for c in changes({}, {})] == []

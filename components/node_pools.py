@@ -20,6 +20,12 @@ GPU_POOL_IGNORED_DRIFT = ("nodeConfig.ephemeralStorageLocalSsdConfig", "initialN
 either would delete and recreate a reserved B200/H200 pool - nodes, reservation slot and any run
 on them - so drift there is ignored; change them on purpose with a new pool."""
 POOL_LABEL = "nemo-rl-gke/pool"
+PRIVATE_NODES = True
+"""Every pool says `networkConfig.enablePrivateNodes` itself. A pool's `networkConfig` block
+without it is sent with `false` (Terraform's `expandNodeNetworkConfig`), which overrides the
+cluster's private nodes: the nodes get external IPs, bypass Cloud NAT, and cannot be created at
+all under `constraints/compute.vmExternalIpAccess` (Cluster Toolkit sets it since its PR #4682).
+An in-place update on existing pools."""
 
 
 def hardened_node_config(
@@ -84,6 +90,9 @@ class SystemNodePool(pulumi.ComponentResource):
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
                 strategy="SURGE", max_surge=1, max_unavailable=0
+            ),
+            network_config=gcp.container.NodePoolNetworkConfigArgs(
+                enable_private_nodes=PRIVATE_NODES
             ),
             node_config={
                 **hardened_node_config(args.service_account, args.labels),
@@ -209,6 +218,7 @@ class GpuNodePool(pulumi.ComponentResource):
             if args.placement == "compact"
             else None,
             network_config=gcp.container.NodePoolNetworkConfigArgs(
+                enable_private_nodes=PRIVATE_NODES,
                 additional_node_network_configs=pulumi.Output.from_input(
                     args.additional_networks
                 ).apply(
@@ -218,7 +228,7 @@ class GpuNodePool(pulumi.ComponentResource):
                         )
                         for n in nets
                     ]
-                )
+                ),
             ),
             node_config=self._node_config(args),
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=list(GPU_POOL_IGNORED_DRIFT)),

@@ -103,6 +103,17 @@ def test_nine_additional_networks_in_order() -> None:
     assert pool["networkConfig"]["additionalNodeNetworkConfigs"] == NETS
 
 
+@pytest.mark.parametrize("gpu", ["b200", "l4"])
+def test_gpu_pools_say_private_nodes_themselves(gpu: str) -> None:
+    """A networkConfig block without enablePrivateNodes is sent with false, which gives the
+    nodes external IPs whatever the cluster says (Terraform's expandNodeNetworkConfig)."""
+    changes: dict[str, Any] = {"gpu": GPU_CATALOG[gpu]}
+    if gpu == "l4":
+        changes.update(capacity="spot", reservation=None, additional_networks=[])
+    pool, _ = pool_inputs(gpu_args(**changes))
+    assert pool["networkConfig"]["enablePrivateNodes"] is True
+
+
 def test_reservation_block_and_shared_reservation_paths() -> None:
     pool, _ = pool_inputs(gpu_args(reservation="res-1/reservationBlocks/b-7"))
     assert pool["nodeConfig"]["reservationAffinity"]["values"] == ["res-1/reservationBlocks/b-7"]
@@ -199,6 +210,7 @@ def test_system_pool() -> None:
     assert pool["nodeLocations"] == ["us-central1-b"]
     assert pool["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
     assert "guestAccelerators" not in pool["nodeConfig"]
+    assert pool["networkConfig"] == {"enablePrivateNodes": True}
     assert out == {"nemo-rl-gke/pool": "system"}
 
 

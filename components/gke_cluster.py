@@ -19,6 +19,22 @@ NODE_SA_ROLES = (
     "roles/artifactregistry.reader",
 )
 CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
+MONITORING_COMPONENTS = (
+    # GKE's own system metrics (the managed default).
+    "SYSTEM_COMPONENTS",
+    # Per-pod CPU, memory, restarts and status: the Ray head and each worker pod.
+    "POD",
+    # Node and container resource use as the kubelet and cAdvisor see them (Ray workers'
+    # memory pressure, /dev/shm, throttling); GKE 1.29.3-gke.1093000 or later.
+    "KUBELET",
+    "CADVISOR",
+    # PersistentVolume use: the Lustre or bucket claim mounted at /data.
+    "STORAGE",
+    # GPU utilisation, memory, temperature, XID errors from NVIDIA DCGM.
+    "DCGM",
+)
+"""What a platform engineer reads about Ray workers in Cloud Monitoring (pulumi-gcp 10.2.0
+`ClusterMonitoringConfig.enableComponents`). An in-place update of an existing cluster."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -217,9 +233,10 @@ class GkeCluster(pulumi.ComponentResource):
                 if args.gke_ray_addon
                 else None,
             ),
-            # GPU observability: DCGM metrics through Google Cloud Managed Service for Prometheus.
+            # GPU and Ray worker observability (MONITORING_COMPONENTS), DCGM through Google Cloud
+            # Managed Service for Prometheus.
             monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
-                enable_components=["SYSTEM_COMPONENTS", "DCGM"],
+                enable_components=list(MONITORING_COMPONENTS),
                 managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(
                     enabled=True
                 ),

@@ -30,6 +30,7 @@ class VersionTable:
     gke_min_l4_driver: Pin
     gke_min_flex_start: Pin
     gke_min_lustre_port_988: Pin
+    gke_min_kubelet_cadvisor_metrics: Pin
     # --- GKE control plane ---
     gke_release_channel: Pin
     gke_cluster_version: Pin
@@ -85,6 +86,11 @@ VERSIONS: Final = VersionTable(
         "how-to/persistent-volumes/lustre-csi-driver-new-volume), the API field's description"
         " 1.33.2-gke.4655000 for nodes (https://docs.cloud.google.com/python/docs/reference/"
         "container/latest/google.cloud.container_v1.types.LustreCsiDriverConfig)",
+    ),
+    gke_min_kubelet_cadvisor_metrics=Pin(
+        "1.29.3-gke.1093000",
+        "pulumi-gcp 10.2.0 ClusterMonitoringConfigArgs.enable_components (the google-beta"
+        " provider's docs): KUBELET and CADVISOR are only supported from 1.29.3-gke.1093000",
     ),
     gke_release_channel=Pin(
         "REGULAR",

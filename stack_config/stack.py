@@ -111,7 +111,12 @@ class StackConfig(ConfigModel):
 
     def required_gke_minimums(self) -> dict[str, str]:
         """Every GKE minimum this stack depends on, keyed by the reason."""
-        needs = {f"{self.gpu.profile.machine_type} GPUs": self.gpu.profile.min_gke_version}
+        needs = {
+            f"{self.gpu.profile.machine_type} GPUs": self.gpu.profile.min_gke_version,
+            "the KUBELET and CADVISOR metrics the cluster sends to Cloud Monitoring": (
+                VERSIONS.gke_min_kubelet_cadvisor_metrics.value
+            ),
+        }
         if self.gpu.capacity == "flex-start":
             needs["flex-start"] = VERSIONS.gke_min_flex_start.value
         if self.lustre.enabled and not self.lustre.gke_support:

@@ -333,6 +333,16 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "older than 1.33.2-gke.4780000",
     ),
     (
+        # L4's own minimum (1.27.2) is older than the Ray workers' KUBELET/CADVISOR metrics.
+        "version-too-old-for-kubelet-metrics",
+        {
+            "gpu": {"type": "l4", "capacity": "spot", "autoscaling": {"min": 0, "max": 1}},
+            "cluster": {"minVersion": "1.28"},
+        },
+        "nemo-rl-gke:cluster.minVersion",
+        "older than 1.29.3-gke.1093000, the minimum for the KUBELET and CADVISOR metrics",
+    ),
+    (
         "version-malformed",
         {"cluster": {"minVersion": "latest"}},
         "nemo-rl-gke:cluster.minVersion",

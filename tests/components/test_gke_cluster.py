@@ -96,7 +96,15 @@ def test_cluster_inputs_follow_the_sample_scripts() -> None:
     assert addons["lustreCsiDriverConfig"] == {"enabled": True, "enableLegacyLustrePort": False}
     assert addons["gcsFuseCsiDriverConfig"] == {"enabled": True}
     assert "rayOperatorConfigs" not in addons
-    assert "DCGM" in c["monitoringConfig"]["enableComponents"]
+    # What a platform engineer reads about Ray workers, beside GKE's own and DCGM's metrics.
+    assert c["monitoringConfig"]["enableComponents"] == [
+        "SYSTEM_COMPONENTS",
+        "POD",
+        "KUBELET",
+        "CADVISOR",
+        "STORAGE",
+        "DCGM",
+    ]
     assert c["monitoringConfig"]["managedPrometheus"]["enabled"] is True
     assert c["deletionProtection"] is True
     assert records["gke-cluster"].protect is True

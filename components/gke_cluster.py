@@ -63,6 +63,8 @@ class GkeClusterArgs:
 
     project: str
     region: str
+    zone: str
+    """The GPU zone: where the temporary default pool (and, by default, every pool) starts."""
     name: str
     node_service_account_id: str
     network: pulumi.Input[str]
@@ -181,6 +183,13 @@ class GkeCluster(pulumi.ComponentResource):
             # default service account and drift outside Pulumi.
             remove_default_node_pool=True,
             initial_node_count=1,
+            # A regional cluster otherwise starts its temporary default pool in the region's
+            # default zones (three nodes, in zones that may lack quota or be stocked out);
+            # pinned, it starts one node in the GPU zone, where every pool of the stack lives
+            # (Cluster Toolkit's gke-cluster pins its zones too). Changing the locations of an
+            # existing cluster moves every pool without locations of its own and is not what
+            # this pin is for, so it applies to new clusters only (ignore_changes below).
+            node_locations=[args.zone],
             node_config=gcp.container.ClusterNodeConfigArgs(
                 service_account=node_email,
                 oauth_scopes=[CLOUD_PLATFORM],
@@ -261,7 +270,8 @@ class GkeCluster(pulumi.ComponentResource):
                 protect=args.protect,
                 # node_config only shapes the removed default pool; GKE reports it back
                 # differently, and a change would force a new cluster.
-                ignore_changes=["nodeConfig"],
+                # node_locations: stacks created before the pin keep their locations.
+                ignore_changes=["nodeConfig", "nodeLocations"],
                 # Nodes (the default pool's, then every pool's: pools hang off the cluster) must
                 # start with the account and its roles in place, or they come up unable to
                 # write logs or pull images.

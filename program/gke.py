@@ -51,6 +51,7 @@ def build_gke(cfg: StackConfig, nets: Networks, labels: Mapping[str, str]) -> Gk
         GkeClusterArgs(
             project=cfg.project,
             region=cfg.region,
+            zone=cfg.zone,
             name=cfg.names.cluster,
             node_service_account_id=cfg.names.node_service_account,
             network=nets.primary.network_name,

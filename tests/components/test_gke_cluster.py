@@ -30,6 +30,7 @@ def args(**changes: Any) -> GkeClusterArgs:
     base: dict[str, Any] = {
         "project": "test-project",
         "region": "us-central1",
+        "zone": "us-central1-b",
         "name": "nrl",
         "node_service_account_id": "nrl-nodes",
         "network": "net-link",
@@ -73,6 +74,10 @@ def test_cluster_inputs_follow_the_sample_scripts() -> None:
     }
     c = records["gke-cluster"].inputs
     assert c["location"] == "us-central1"  # regional control plane
+    # ... whose temporary default pool starts in the GPU zone, not the region's default zones;
+    # a cluster created before the pin keeps its locations (no update of an existing one)
+    assert c["nodeLocations"] == ["us-central1-b"]
+    assert set(records["gke-cluster"].ignore_changes) == {"nodeConfig", "nodeLocations"}
     assert (c["network"], c["subnetwork"]) == ("net-link", "sub-link")
     assert c["networkingMode"] == "VPC_NATIVE"
     assert c["ipAllocationPolicy"] == {

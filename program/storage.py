@@ -88,7 +88,7 @@ def build_cloud_storage(
         # The Ray pods' KSA, by its Workload Identity principal (no GSA, no key).
         principal = project_number.apply(
             lambda number: workload_principal(
-                number, cfg.project, cfg.ray.namespace, cfg.ray.service_account
+                number, cfg.project, cfg.ray.namespace, cfg.workload_service_account
             )
         )
         bucket = TrainingBucket(
@@ -115,7 +115,7 @@ def build_volumes(cfg: StackConfig, storage: CloudStorage, gke: Gke) -> Volumes:
             project=cfg.project,
             project_number=storage.project_number,
             namespace=cfg.ray.namespace,
-            service_account=cfg.ray.service_account,
+            service_account=cfg.workload_service_account,
             pool_exists_after=[gke.cluster],
         ),
         opts=gke.k8s_opts,

@@ -75,6 +75,11 @@ class StackConfig(ConfigModel):
         return Names(self.name)
 
     @property
+    def workload_service_account(self) -> str:
+        """The Ray pods' Kubernetes service account: configured, or the stack's own."""
+        return self.ray.service_account or self.names.workload_service_account
+
+    @property
     def rdma_cidrs(self) -> list[IPv4Network]:
         """The RDMA subnets: as configured, or planned right after the gVNIC subnet."""
         return planned_rdma_cidrs(self.network, self.gpu)

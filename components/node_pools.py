@@ -11,6 +11,7 @@ import pulumi_gcp as gcp
 
 from components.gke_cluster import CLOUD_PLATFORM
 from planning.catalog import Capacity, GpuProfile
+from planning.cidrs import GPU_MAX_PODS_PER_NODE
 from planning.kube import ACCELERATOR_LABEL, GPU_TAINT_KEY
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
@@ -19,6 +20,11 @@ GPU_POOL_IGNORED_DRIFT = ("nodeConfig.ephemeralStorageLocalSsdConfig", "initialN
 (Cluster Toolkit's `modules/compute/gke-node-pool` ignores the same drift). A spurious diff on
 either would delete and recreate a reserved B200/H200 pool - nodes, reservation slot and any run
 on them - so drift there is ignored; change them on purpose with a new pool."""
+GPU_POOL_FIXED_AT_CREATION = ("maxPodsPerNode",)
+"""Inputs of a GPU pool that GKE fixes when the pool is created (a change replaces the pool)
+and whose default this program changed: pools created before keep what they have (GKE's 110
+pods per node) rather than be deleted and recreated with their reservation and any run on
+them. A new value takes effect with a new pool."""
 POOL_LABEL = "nemo-rl-gke/pool"
 PRIVATE_NODES = True
 """Every pool says `networkConfig.enablePrivateNodes` itself. A pool's `networkConfig` block
@@ -128,6 +134,8 @@ class GpuNodePoolArgs:
     driver_version: Literal["DEFAULT", "LATEST"]
     additional_networks: pulumi.Input[list[dict[str, str]]]
     """`[{network, subnetwork}]` in NIC order, straight from the network components."""
+    max_pods_per_node: int = GPU_MAX_PODS_PER_NODE
+    """Pods per node: the node's block of the pods range (32 -> a /26)."""
     disk_gb: int = 500
     labels: Mapping[str, str] = field(default_factory=dict)
 
@@ -214,6 +222,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 auto_repair=not flex, auto_upgrade=True
             ),
             upgrade_settings=upgrade,
+            max_pods_per_node=args.max_pods_per_node,
             placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT")
             if args.placement == "compact"
             else None,
@@ -231,7 +240,10 @@ class GpuNodePool(pulumi.ComponentResource):
                 ),
             ),
             node_config=self._node_config(args),
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=list(GPU_POOL_IGNORED_DRIFT)),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                ignore_changes=[*GPU_POOL_IGNORED_DRIFT, *GPU_POOL_FIXED_AT_CREATION],
+            ),
         )
         self.pool_name = pool.name
         self.node_selector = pulumi.Output.from_input({ACCELERATOR_LABEL: gpu.accelerator_type})

@@ -112,6 +112,7 @@ def build_gke(cfg: StackConfig, nets: Networks, labels: Mapping[str, str]) -> Gk
             placement=cfg.gpu.placement,
             driver_version=cfg.gpu.driver_version,
             additional_networks=nets.node_networks,
+            max_pods_per_node=cfg.gpu.max_pods_per_node,
             labels=labels,
         ),
     )

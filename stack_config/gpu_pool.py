@@ -13,6 +13,7 @@ from typing import Literal, Self, cast
 from pydantic import Field, model_validator
 
 from planning.catalog import Capacity, GpuProfile, GpuType, profile
+from planning.cidrs import GPU_MAX_PODS_PER_NODE
 from planning.versions import VERSIONS
 from stack_config.base import PROJECT_ID_PATTERN, ConfigModel, check_bounds
 from stack_config.errors import ConfigProblem
@@ -66,6 +67,14 @@ class GpuConfig(ConfigModel):
     )
     placement: Literal["compact", "none"] = Field(
         "none", description="compact asks GCE to place the nodes close together (single zone)."
+    )
+    max_pods_per_node: int = Field(
+        GPU_MAX_PODS_PER_NODE,
+        ge=8,
+        le=256,
+        description="Pods per GPU node; sets each node's share of the pods range (32 -> a /26)."
+        " Fixed when the pool is created: a pool made before the 32 default keeps GKE's 110 (set"
+        " 110 here so the address plan is checked as it is); changing it later needs a new pool.",
     )
     driver_version: DriverVersion = Field(
         cast(DriverVersion, VERSIONS.gpu_driver_version.value),

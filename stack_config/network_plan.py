@@ -15,6 +15,7 @@ from pydantic import BeforeValidator, Field, field_validator
 
 from planning.catalog import extra_gvnic_networks
 from planning.cidrs import (
+    DEFAULT_MAX_PODS_PER_NODE,
     consecutive_subnets,
     duplicates,
     overlaps,
@@ -216,13 +217,18 @@ def _capacity_problems(
             f" {all_nodes} ({gpu_nodes} GPU + {system_pool_max} system)",
             f"use a /{prefix_for(all_nodes)} or larger",
         )
+    # GKE gives every node a power-of-two block of the pods range at least twice its maximum
+    # pods: a /26 per GPU node at 32 pods, a /24 per system node at GKE's default 110.
     pods = network.pods_cidr
-    needed = all_nodes * pod_range_per_node()
+    gpu_block = pod_range_per_node(gpu.max_pods_per_node)
+    system_block = pod_range_per_node(DEFAULT_MAX_PODS_PER_NODE)
+    needed = gpu_nodes * gpu_block + system_pool_max * system_block
     if pods.num_addresses < needed:
         yield ConfigProblem(
             ("network", "podsCidr"),
-            f"{pods} gives {pods.num_addresses // pod_range_per_node()} nodes their pod"
-            f" range ({pod_range_per_node()} addresses each for 110 pods), but the pools can"
-            f" scale to {all_nodes}",
-            f"use a /{32 - math.ceil(math.log2(needed))} or larger",
+            f"{pods} holds {pods.num_addresses} pod addresses, but the pools at their maximum"
+            f" take {needed}: {gpu_nodes} GPU nodes x {gpu_block} (gpu.maxPodsPerNode"
+            f" {gpu.max_pods_per_node}) + {system_pool_max} system nodes x {system_block}"
+            f" ({DEFAULT_MAX_PODS_PER_NODE} pods)",
+            f"use a /{32 - math.ceil(math.log2(needed))} or larger, or lower gpu.maxPodsPerNode",
         )

@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from planning.catalog import GpuProfile
+from planning.cidrs import DEFAULT_MAX_PODS_PER_NODE
 from planning.kube import ACCELERATOR_LABEL, GKE_AUTH_PLUGIN, GPU_TAINT_KEY
 from planning.verify import GATE_LABEL
 from testbed.cluster_pieces import build_all
@@ -170,11 +171,13 @@ def _node(
     memory_gib: int,
     gpus: int = 0,
     taints: list[dict[str, str]] | None = None,
+    pods: int = DEFAULT_MAX_PODS_PER_NODE,
 ) -> dict[str, Any]:
     capacity = {
         "cpu": str(cpu),
         "memory": f"{memory_gib}Gi",
-        "pods": "110",
+        # What the pool's maxPodsPerNode makes GKE's kubelet report.
+        "pods": str(pods),
         "ephemeral-storage": "500Gi",
     }
     if gpus:
@@ -229,6 +232,7 @@ def stack_nodes(stack: str) -> list[dict[str, Any]]:
                 int(gpu.memory_gb * GIB_PER_GB),
                 gpus=gpu.gpus_per_node,
                 taints=[taint],
+                pods=cfg.gpu.max_pods_per_node,
             )
         )
     return nodes

@@ -106,6 +106,7 @@ def test_b200_and_h200_pools_follow_the_catalog(b200: Result, h200: Result) -> N
         assert node["guestAccelerators"][0]["count"] == 8.0
         assert node["reservationAffinity"]["consumeReservationType"] == "SPECIFIC_RESERVATION"
         assert node["diskType"] == "hyperdisk-balanced"
+        assert by_name(result)["gpu-pool"].inputs["maxPodsPerNode"] == 32.0
         ds = by_name(result)["gpu-net-gib-installer"].inputs["spec"]["template"]["spec"]
         values = ds["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
             "nodeSelectorTerms"

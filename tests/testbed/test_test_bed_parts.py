@@ -113,10 +113,12 @@ def test_fake_nodes_are_shaped_like_the_stack_s_pools(
     gpu = [n for n in nodes if n["metadata"]["labels"]["nemo-rl-gke/pool"] == "gpu"]
     assert len(system) == 3  # the system pool's maximum
     assert system[0]["status"]["allocatable"]["cpu"] == "16"
+    assert system[0]["status"]["allocatable"]["pods"] == "110"  # GKE's default
     assert len(gpu) == gpu_nodes
     for node in gpu:
         assert node["metadata"]["labels"]["cloud.google.com/gke-accelerator"] == accelerator
         assert node["status"]["allocatable"]["nvidia.com/gpu"] == str(gpus)
+        assert node["status"]["allocatable"]["pods"] == "32"  # the pool's maxPodsPerNode
         assert node["spec"]["taints"] == [
             {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
         ]

@@ -48,6 +48,9 @@ class VersionTable:
     nccl_diagnostic_image: Pin
     fio_image: Pin
     smoke_gate_image: Pin
+    # --- Deploy tooling ---
+    pulumi_cli: Pin
+    uv_minimum: Pin
     # --- Engine test bed: built from Go modules, used only by tests, never deployed ---
     engine_pulumi_cli: Pin
     engine_kubernetes_provider: Pin
@@ -161,6 +164,18 @@ VERSIONS: Final = VersionTable(
         " standard library only (it calls Ray's job API; the run itself uses the NeMo RL image"
         " on the RayCluster). Pinned by tag only: its digest cannot be read here - pin it, or"
         " mirror it into your registry",
+    ),
+    pulumi_cli=Pin(
+        "3.276.0",
+        "the release every engine test runs (engine_pulumi_cli, built from"
+        " github.com/pulumi/pulumi/pkg/v3@v3.276.0): the CLI the workflows install"
+        " (pulumi/actions' pulumi-version, which otherwise installs the newest release)",
+    ),
+    uv_minimum=Pin(
+        "0.6.15",
+        "github.com/pulumi/pulumi/sdk/v3@v3.276.0 python/toolchain/uv.go (minUvVersion: the"
+        " uv toolchain refuses older uv); uv 0.6.15 reads this project's uv.lock (revision 5)"
+        " unchanged. pyproject.toml's [tool.uv] required-version",
     ),
     engine_pulumi_cli=Pin(
         "v3.276.0",

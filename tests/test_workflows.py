@@ -45,3 +45,17 @@ def test_jobs_that_run_the_program_keep_the_lock() -> None:
     """The uv toolchain syncs before the program and the pack; UV_FROZEN keeps uv.lock as is."""
     for name, job in _workflow("preview.yml")["jobs"].items():
         assert job["env"]["UV_FROZEN"] == "1", name
+
+
+def test_every_pulumi_step_runs_the_cli_the_engine_tests_run() -> None:
+    """pulumi/actions installs the newest CLI unless told; the workflows pin the versions
+    table's, which is the release the engine test bed builds and tests with."""
+    from planning.versions import VERSIONS
+
+    assert VERSIONS.engine_pulumi_cli.value == f"v{VERSIONS.pulumi_cli.value}"
+    steps = [
+        step for job in _workflow("preview.yml")["jobs"].values() for step in _pulumi_steps(job)
+    ]
+    assert len(steps) == 3
+    for step in steps:
+        assert str(step["with"].get("pulumi-version")) == VERSIONS.pulumi_cli.value, step["name"]

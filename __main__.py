@@ -6,6 +6,7 @@ import pulumi
 
 from planning.naming import base_labels
 from planning.ray import submit_command
+from program.apis import build_apis
 from program.gke import build_gke
 from program.networks import build_networks
 from program.ray_platform import build_ray
@@ -21,9 +22,10 @@ values = current_config_values()
 cfg = load_stack_config(values, stack, current_secret_keys(values))
 labels = base_labels(stack, cfg.labels)
 
-nets = build_networks(cfg)
-gke = build_gke(cfg, nets, labels)
-storage = build_cloud_storage(cfg, nets, gke, labels)  # Lustre in parallel with the cluster
+apis = build_apis(cfg)  # every resource that calls an API waits for it to be on
+nets = build_networks(cfg, apis)
+gke = build_gke(cfg, nets, labels, apis)
+storage = build_cloud_storage(cfg, nets, gke, labels, apis)  # Lustre beside the cluster
 volumes = build_volumes(cfg, storage, gke)
 # The gates prove GPUs, RDMA, NCCL and /data before the RayCluster takes the GPUs.
 verification = build_verification(cfg, gke, volumes, {"stack": stack})

@@ -88,6 +88,8 @@ class GkeClusterArgs:
     """GKE's managed Ray operator instead of the KubeRay Helm release (never both)."""
     protect: bool
     labels: Mapping[str, str] = field(default_factory=dict)
+    apis: Sequence[pulumi.Resource] = ()
+    """What enables the APIs this component calls (the project's `projects.Service`s)."""
 
     def __post_init__(self) -> None:
         if self.legacy_lustre_port and not self.lustre_csi:
@@ -125,7 +127,9 @@ class GkeCluster(pulumi.ComponentResource):
         self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("nemo:gke:Cluster", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        # The account and its roles need IAM and Resource Manager; the cluster waits for them
+        # and for everything in `apis` (GKE, Compute, Monitoring, Logging).
+        child = pulumi.ResourceOptions(parent=self, depends_on=list(args.apis))
 
         account = gcp.serviceaccount.Account(
             f"{name}-nodes",
@@ -275,7 +279,7 @@ class GkeCluster(pulumi.ComponentResource):
                 # Nodes (the default pool's, then every pool's: pools hang off the cluster) must
                 # start with the account and its roles in place, or they come up unable to
                 # write logs or pull images.
-                depends_on=[account, *roles],
+                depends_on=[account, *roles, *args.apis],
             ),
         )
 

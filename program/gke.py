@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -42,8 +42,14 @@ class Gke:
         return pulumi.ResourceOptions(providers=[self.k8s_provider])
 
 
-def build_gke(cfg: StackConfig, nets: Networks, labels: Mapping[str, str]) -> Gke:
-    """Cluster, system pool, GPU pool and, for RDMA GPUs, the in-cluster network objects."""
+def build_gke(
+    cfg: StackConfig,
+    nets: Networks,
+    labels: Mapping[str, str],
+    apis: Sequence[pulumi.Resource] = (),
+) -> Gke:
+    """Cluster, system pool, GPU pool and, for RDMA GPUs, the in-cluster network objects. The
+    cluster (and so every pool and Kubernetes object) waits for `apis`."""
     gpu = cfg.gpu.profile
     maintenance = cfg.cluster.maintenance
     cluster = GkeCluster(
@@ -78,6 +84,7 @@ def build_gke(cfg: StackConfig, nets: Networks, labels: Mapping[str, str]) -> Gk
             gke_ray_addon=cfg.ray.operator == "gke-addon",
             protect=cfg.protect,
             labels=labels,
+            apis=apis,
         ),
     )
     system = cfg.cluster.system_pool

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -58,7 +58,11 @@ class Volumes:
 
 
 def build_cloud_storage(
-    cfg: StackConfig, nets: Networks, gke: Gke, labels: Mapping[str, str]
+    cfg: StackConfig,
+    nets: Networks,
+    gke: Gke,
+    labels: Mapping[str, str],
+    apis: Sequence[pulumi.Resource] = (),
 ) -> CloudStorage:
     """Lustre depends only on the VPC, never on the cluster or its pools: the slowest
     resource of the stack is created in parallel with GKE. Only the bucket's grant to the
@@ -102,6 +106,7 @@ def build_cloud_storage(
                 reader_writers=[principal],
                 principals_exist_after=[gke.cluster],
                 labels=labels,
+                apis=apis,
             ),
         )
     return CloudStorage(lustre=lustre, bucket=bucket, project_number=project_number)

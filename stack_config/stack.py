@@ -59,6 +59,11 @@ class StackConfig(ConfigModel):
     labels: dict[str, str] = Field(
         default_factory=dict, description="Extra labels put on every labelable resource."
     )
+    enable_apis: bool = Field(
+        True,
+        description="Enable the Google APIs the stack uses (projects.Service, never disabled on"
+        " destroy) before anything that calls them; false leaves them to the project owner.",
+    )
     gpu: GpuConfig = Field(description="GPU node pool.")
     network: NetworkConfig = Field(default_factory=NetworkConfig, description="Address plan.")
     lustre: LustreConfig = Field(default_factory=LustreConfig, description="Managed Lustre.")

@@ -580,3 +580,9 @@ def test_the_workload_principal_is_the_stack_s_own(b200: Result) -> None:
         "workloadIdentityPools/my-gcp-project-prod.svc.id.goog/subject/ns/nemo-rl/sa/"
         "nemo-rl-b200-workload"
     }
+
+
+def test_enable_apis_false_leaves_the_apis_to_the_project_owner(tmp_path: Path) -> None:
+    result = run_stack("dev", tmp_path, variant("dev", {"nemo-rl-gke:enableApis": False}))
+    assert [r for r in result.run.records if r.type == "gcp:projects/service:Service"] == []
+    assert by_name(result)["gke-cluster"].inputs["name"] == "nemo-rl-dev"

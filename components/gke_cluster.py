@@ -74,6 +74,12 @@ class GkeClusterArgs:
     release_channel: str
     min_version: str
     authorized_networks: Sequence[AuthorizedCidr]
+    dns_endpoint: bool = True
+    """Reach the control plane on GKE's DNS-based endpoint (`gke-....<region>.gke.goog`),
+    authorized by IAM (`container.clusters.connect`) instead of by source address: a CI
+    runner without a fixed address reaches it. The IP endpoint stays, for the authorized
+    networks. False: the IP endpoint only (the authorized networks must include whoever runs
+    `pulumi up`)."""
     maintenance: MaintenancePlan
     lustre_csi: bool
     """Enable the Managed Lustre CSI driver add-on."""
@@ -215,6 +221,13 @@ class GkeCluster(pulumi.ComponentResource):
                 # can reach the API server from CI or a workstation.
                 enable_private_endpoint=False,
             ),
+            # The DNS endpoint exists on every cluster; this says whether it takes traffic from
+            # outside Google (IAM still decides who). False keeps it closed, GKE's default.
+            control_plane_endpoints_config=gcp.container.ClusterControlPlaneEndpointsConfigArgs(
+                dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
+                    allow_external_traffic=args.dns_endpoint
+                )
+            ),
             master_authorized_networks_config=gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
                 cidr_blocks=[
                     gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
@@ -288,13 +301,23 @@ class GkeCluster(pulumi.ComponentResource):
         self.cluster_id = cluster.id
         self.node_service_account_email = pulumi.Output.from_input(node_email)
         self.workload_pool = pulumi.Output.from_input(workload_pool)
-        self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(
+        if args.dns_endpoint:
+            # The DNS name GKE gives the cluster; its certificate is publicly trusted.
+            dns_name = cluster.control_plane_endpoints_config.apply(
+                lambda c: (
+                    (c.dns_endpoint_config.endpoint if c and c.dns_endpoint_config else "") or ""
+                )
+            )
+            kubeconfig = pulumi.Output.all(cluster.name, dns_name).apply(
+                lambda v: exec_kubeconfig(v[0], v[1], None)
+            )
+        else:
+            kubeconfig = pulumi.Output.all(
                 cluster.name, cluster.endpoint, cluster.master_auth.cluster_ca_certificate
             ).apply(lambda v: exec_kubeconfig(v[0], v[1], v[2]))
-        )
+        self.kubeconfig = pulumi.Output.secret(kubeconfig)
         self.get_credentials_command = pulumi.Output.all(cluster.name, cluster.location).apply(
-            lambda v: get_credentials_command(v[0], v[1], args.project)
+            lambda v: get_credentials_command(v[0], v[1], args.project, args.dns_endpoint)
         )
         self.register_outputs(
             {

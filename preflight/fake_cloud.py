@@ -17,6 +17,9 @@ from pulumi.runtime.rpc import UNKNOWN
 
 FAKE_PROJECT_NUMBER = "000000000000"
 FAKE_ENDPOINT = "203.0.113.10"
+FAKE_DNS_ENDPOINT = "gke-00000000000000000000000000000000-000000000000.{region}.gke.goog"
+"""GKE's DNS-based endpoint has this shape (`gke-<id>-<project number>.<region>.gke.goog`);
+zeros, like the fake project number, so nobody mistakes it for a real one."""
 FAKE_LUSTRE_IP = "192.0.2.10"
 FAKE_CA = base64.b64encode(b"FAKE CERTIFICATE - preflight").decode()
 _COMPUTE = "https://www.googleapis.com/compute/v1/"
@@ -53,6 +56,7 @@ class FakeCloud(pulumi.runtime.Mocks):
         *,
         endpoint: str = FAKE_ENDPOINT,
         ca: str = FAKE_CA,
+        dns_endpoint: str | None = None,
         preview: bool = False,
     ) -> None:
         self.project = project
@@ -60,6 +64,8 @@ class FakeCloud(pulumi.runtime.Mocks):
         self.zone = zone
         self.endpoint = endpoint
         self.ca = ca
+        self.dns_endpoint = dns_endpoint
+        """The cluster's DNS name; default FAKE_DNS_ENDPOINT in the cluster's region."""
         self.preview = preview
         """Answer as a first `pulumi preview` does: computed values (and every output of a
         Kubernetes resource, whose provider's kubeconfig is not known yet) are unknown."""
@@ -182,6 +188,15 @@ class FakeCloud(pulumi.runtime.Mocks):
             "clusterCaCertificate": self.ca,
         }
         outputs.setdefault("masterVersion", "1.35.0-gke.0")
+        # GKE names every cluster's DNS-based endpoint, whether or not it takes external traffic.
+        endpoints = outputs.get("controlPlaneEndpointsConfig")
+        endpoints = dict(endpoints) if isinstance(endpoints, dict) else {}
+        dns = endpoints.get("dnsEndpointConfig")
+        endpoints["dnsEndpointConfig"] = {
+            **(dns if isinstance(dns, dict) else {}),
+            "endpoint": self.dns_endpoint or FAKE_DNS_ENDPOINT.format(region=location),
+        }
+        outputs["controlPlaneEndpointsConfig"] = endpoints
         outputs["selfLink"] = (
             f"https://container.googleapis.com/v1/projects/{self.project}/locations/{location}"
             f"/clusters/{gcp_name}"

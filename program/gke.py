@@ -70,6 +70,7 @@ def build_gke(
                 AuthorizedCidr(name=n.name, cidr=str(n.cidr))
                 for n in cfg.network.authorized_networks
             ],
+            dns_endpoint=cfg.network.control_plane_endpoint == "dns",
             maintenance=MaintenancePlan(
                 window_start=maintenance.window_start,
                 window_end=maintenance.window_end,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from ipaddress import IPv4Network
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator
 
@@ -93,7 +93,15 @@ class NetworkConfig(ConfigModel):
     )
     authorized_networks: list[AuthorizedNetwork] = Field(
         default_factory=list,
-        description="CIDRs allowed to reach the control plane (list of {name, cidr}).",
+        description="CIDRs allowed to reach the control plane's IP endpoint (list of"
+        " {name, cidr}).",
+    )
+    control_plane_endpoint: Literal["dns", "ip"] = Field(
+        "dns",
+        description="How Pulumi (and the kubeconfig and getCredentialsCommand outputs) reach the"
+        " control plane: dns - GKE's DNS-based endpoint, authorized by IAM"
+        " (container.clusters.connect), reachable from CI runners that have no fixed address;"
+        " ip - the IP endpoint, only from network.authorizedNetworks.",
     )
 
     @field_validator("psa_cidr")

@@ -33,7 +33,7 @@ from planning.cidrs import DEFAULT_MAX_PODS_PER_NODE
 from planning.kube import ACCELERATOR_LABEL, GKE_AUTH_PLUGIN, GPU_TAINT_KEY
 from planning.verify import GATE_LABEL
 from testbed.cluster_pieces import build_all
-from testbed.pki import Pki, ensure_pki
+from testbed.pki import Pki, ensure_pki, write_trust_bundle
 from testbed.processes import Processes
 
 REPO = Path(__file__).resolve().parent.parent
@@ -266,7 +266,9 @@ def _write_env(cluster: Cluster, pki: Pki) -> None:
         "# Written by `make local-cluster`: the local control plane's stand-ins.\n"
         f'export PATH="{BIN}:$PATH"\n'
         f"export NEMO_RL_GKE_STANDIN_ENDPOINT={cluster.endpoint}\n"
-        f'export NEMO_RL_GKE_STANDIN_CA_FILE="{pki.ca}"\n',
+        f'export NEMO_RL_GKE_STANDIN_CA_FILE="{pki.ca}"\n'
+        "# The stand-in's DNS endpoint is this API server; GKE's has a public certificate.\n"
+        f'export SSL_CERT_FILE="{write_trust_bundle(pki)}"\n',
         encoding="utf-8",
     )
 
@@ -279,7 +281,9 @@ def local_environ(base: dict[str, str] | None = None) -> dict[str, str]:
         raise SystemExit("the local cluster is not running: make local-cluster")
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env["NEMO_RL_GKE_STANDIN_ENDPOINT"] = cluster.endpoint
-    env["NEMO_RL_GKE_STANDIN_CA_FILE"] = str(Pki(ROOT / "pki").ca)
+    pki = Pki(ROOT / "pki")
+    env["NEMO_RL_GKE_STANDIN_CA_FILE"] = str(pki.ca)
+    env["SSL_CERT_FILE"] = str(write_trust_bundle(pki))
     return env
 
 

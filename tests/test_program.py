@@ -586,3 +586,25 @@ def test_enable_apis_false_leaves_the_apis_to_the_project_owner(tmp_path: Path) 
     result = run_stack("dev", tmp_path, variant("dev", {"nemo-rl-gke:enableApis": False}))
     assert [r for r in result.run.records if r.type == "gcp:projects/service:Service"] == []
     assert by_name(result)["gke-cluster"].inputs["name"] == "nemo-rl-dev"
+
+
+def test_stacks_reach_the_control_plane_on_its_dns_endpoint_by_default(
+    b200: Result, tmp_path: Path
+) -> None:
+    """A CI runner has no fixed address for the authorized networks: by default Pulumi talks
+    to the cluster through GKE's DNS-based endpoint (IAM-authorized)."""
+    cluster = by_name(b200)["gke-cluster"].inputs
+    assert cluster["controlPlaneEndpointsConfig"]["dnsEndpointConfig"] == {
+        "allowExternalTraffic": True
+    }
+    assert b200.run.exports["getCredentialsCommand"].value.endswith(" --dns-endpoint")
+    kubeconfig = json.loads(by_name(b200)["gke-k8s"].raw_inputs["kubeconfig"]["value"])
+    assert kubeconfig["clusters"][0]["cluster"] == {
+        "server": "https://gke-00000000000000000000000000000000-000000000000.us-central1.gke.goog"
+    }
+    network = {**stack_data("b200")["config"]["nemo-rl-gke:network"], "controlPlaneEndpoint": "ip"}
+    ip = run_stack("b200", tmp_path, variant("b200", {"nemo-rl-gke:network": network}))
+    assert by_name(ip)["gke-cluster"].inputs["controlPlaneEndpointsConfig"] == {
+        "dnsEndpointConfig": {"allowExternalTraffic": False}
+    }
+    assert not ip.run.exports["getCredentialsCommand"].value.endswith("--dns-endpoint")

@@ -59,3 +59,16 @@ def test_every_pulumi_step_runs_the_cli_the_engine_tests_run() -> None:
     assert len(steps) == 3
     for step in steps:
         assert str(step["with"].get("pulumi-version")) == VERSIONS.pulumi_cli.value, step["name"]
+
+
+def test_the_workflow_and_readme_say_which_iam_the_runner_needs_for_the_dns_endpoint() -> None:
+    """The runner reaches the cluster on its DNS endpoint (the stacks' default), which IAM
+    guards: without container.clusters.connect `up` fails at the first Kubernetes object."""
+    from stack_config import NetworkConfig
+
+    assert NetworkConfig().control_plane_endpoint == "dns"
+    workflow = (REPO / ".github" / "workflows" / "preview.yml").read_text()
+    readme = (REPO / "README.md").read_text()
+    assert "container.clusters.connect" in workflow
+    ci = readme.split("\n## CI\n", 1)[1].split("\n## ", 1)[0]
+    assert "container.clusters.connect" in ci

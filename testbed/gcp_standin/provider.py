@@ -103,6 +103,21 @@ def marshalable(value: PropertyValue) -> PropertyValue:
     return value
 
 
+def dns_endpoint(ip_endpoint: str | None) -> str | None:
+    """The cluster's DNS name in the test bed: NEMO_RL_GKE_STANDIN_DNS_ENDPOINT, else the local
+    API server by name (`localhost:PORT`, a name its certificate holds), else preflight's fake.
+
+    GKE serves the DNS endpoint with a publicly trusted certificate, so the kubeconfig names no
+    CA; the test bed makes the local CA trusted instead (SSL_CERT_FILE, testbed.local_cluster).
+    """
+    configured = os.environ.get("NEMO_RL_GKE_STANDIN_DNS_ENDPOINT")
+    if configured:
+        return configured
+    if ip_endpoint and ip_endpoint.startswith("127.0.0.1:"):
+        return "localhost:" + ip_endpoint.split(":", 1)[1]
+    return None
+
+
 def token_of(urn: str) -> str:
     """The resource type of a URN (`...::parent$child::name` -> the child's type)."""
     return urn.split("::")[2].rsplit("$", 1)[-1]
@@ -132,12 +147,14 @@ class GcpStandIn(p.Provider):
             import base64
 
             ca = base64.b64encode(Path(ca_file).read_bytes()).decode()
+        endpoint = os.environ.get("NEMO_RL_GKE_STANDIN_ENDPOINT")
         return FakeCloud(
             self.project,
             self.region,
             self.zone,
-            endpoint=os.environ.get("NEMO_RL_GKE_STANDIN_ENDPOINT", FAKE_ENDPOINT),
+            endpoint=endpoint or FAKE_ENDPOINT,
             ca=ca,
+            dns_endpoint=dns_endpoint(endpoint),
         )
 
     async def check_config(self, request: p.CheckRequest) -> p.CheckResponse:
@@ -220,6 +237,12 @@ class GcpStandIn(p.Provider):
             master_auth = master_auth if isinstance(master_auth, dict) else {}
             properties["endpoint"] = wrap(current.endpoint)
             properties["masterAuth"] = wrap({**master_auth, "clusterCaCertificate": current.ca})
+            if current.dns_endpoint and "controlPlaneEndpointsConfig" in properties:
+                endpoints = plain(properties["controlPlaneEndpointsConfig"])
+                endpoints = endpoints if isinstance(endpoints, dict) else {}
+                dns = endpoints.get("dnsEndpointConfig") or {}
+                endpoints["dnsEndpointConfig"] = {**dns, "endpoint": current.dns_endpoint}
+                properties["controlPlaneEndpointsConfig"] = wrap(endpoints)
         return p.ReadResponse(
             resource_id=request.resource_id, properties=properties, inputs=request.inputs
         )

@@ -117,7 +117,7 @@ def test_cluster_inputs_follow_the_sample_scripts() -> None:
     # the default pool is created with our account, never the Compute default one
     assert c["nodeConfig"]["serviceAccount"] == "nrl-nodes@test-project.iam.gserviceaccount.com"
     assert out["pool"] == "test-project.svc.id.goog"
-    assert out["cmd"] == (
+    assert out["cmd"].startswith(
         "gcloud container clusters get-credentials nrl"
         " --location us-central1 --project test-project"
     )
@@ -168,7 +168,7 @@ def test_kubeconfig_is_a_secret_exec_config_without_credentials() -> None:
     assert user["exec"]["command"] == "gke-gcloud-auth-plugin"
     assert "token" not in user
     assert "client-key-data" not in user
-    assert config["clusters"][0]["cluster"]["server"] == "https://203.0.113.10"  # fake endpoint
+    assert config["clusters"][0]["cluster"]["server"].endswith(".gke.goog")  # fake DNS name
 
 
 @pytest.mark.parametrize(("legacy", "ray"), [(True, False), (False, True)])
@@ -190,3 +190,41 @@ def test_unprotected_cluster_for_dev() -> None:
 def test_legacy_port_without_lustre_csi_is_rejected() -> None:
     with pytest.raises(pulumi.InputPropertyError):
         args(lustre_csi=False, legacy_lustre_port=True)
+
+
+def _kubeconfig(out: dict[str, Any]) -> dict[str, Any]:
+    config = json.loads(out["kubeconfig"])
+    assert isinstance(config, dict)
+    return config
+
+
+def test_ci_reaches_the_control_plane_on_its_dns_endpoint() -> None:
+    """GitHub-hosted runners have no fixed address to authorize; GKE's DNS-based endpoint is
+    authorized by IAM (container.clusters.connect) instead. Pulumi's kubeconfig and the
+    credentials command use its name, and name no CA (its certificate is publicly trusted)."""
+    records, out = build(args())
+    c = records["gke-cluster"].inputs
+    assert c["controlPlaneEndpointsConfig"] == {"dnsEndpointConfig": {"allowExternalTraffic": True}}
+    # the IP endpoint stays, for the authorized networks
+    assert c["privateClusterConfig"]["enablePrivateEndpoint"] is False
+    assert c["masterAuthorizedNetworksConfig"]["cidrBlocks"]
+    (cluster,) = _kubeconfig(out)["clusters"]
+    assert cluster["cluster"] == {
+        "server": "https://gke-00000000000000000000000000000000-000000000000.us-central1.gke.goog"
+    }
+    assert out["cmd"] == (
+        "gcloud container clusters get-credentials nrl"
+        " --location us-central1 --project test-project --dns-endpoint"
+    )
+
+
+def test_the_ip_endpoint_is_a_choice() -> None:
+    records, out = build(args(dns_endpoint=False))
+    c = records["gke-cluster"].inputs
+    assert c["controlPlaneEndpointsConfig"] == {
+        "dnsEndpointConfig": {"allowExternalTraffic": False}
+    }
+    (cluster,) = _kubeconfig(out)["clusters"]
+    assert cluster["cluster"]["server"] == "https://203.0.113.10"
+    assert cluster["cluster"]["certificate-authority-data"]
+    assert not out["cmd"].endswith("--dns-endpoint")

@@ -201,3 +201,51 @@ def test_the_plugin_announces_itself_as_a_stand_in_and_serves_a_port(tmp_path: P
         proc.terminate()
         proc.wait(timeout=30)
     assert "gcp stand-in: serving on 127.0.0.1:" in log.read_text()
+
+
+@pytest.mark.parametrize("stack", ["dev", "b200", "h200"])
+def test_every_gcp_resource_of_the_committed_stacks_passes_the_stand_in_s_check(
+    stack: str,
+) -> None:
+    """The inputs the program sends, checked against pulumi-gcp 10.2.0's own types without the
+    engine: a misspelt input (say `dnsEndpointConfig.allowExternalTrafic`) fails here first."""
+    from tests.conftest import committed
+
+    # The program runs under mocks on the thread's event loop; asyncio.run above closed it.
+    asyncio.set_event_loop(asyncio.new_event_loop())
+    records = [r for r in committed(stack).run.records if r.custom and r.type.startswith("gcp:")]
+    assert len(records) > 20
+    for record in records:
+        inputs = PropertyValue.unmarshal_map(record.object)
+        response = asyncio.run(
+            GcpStandIn().check(p.CheckRequest(urn(record.type, record.name), {}, inputs, b""))
+        )
+        assert response.failures in (None, []), (record.name, response.failures)
+
+
+def test_a_cluster_s_dns_endpoint_is_the_local_api_server_by_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In the test bed the DNS name is `localhost` (in the API server's certificate); a
+    refresh reads it as it is now, like the IP endpoint."""
+    monkeypatch.setenv("NEMO_RL_GKE_STANDIN_ENDPOINT", "127.0.0.1:6443")
+    standin = configured()
+    inputs = props(
+        {
+            "name": "c",
+            "location": "us-central1",
+            "controlPlaneEndpointsConfig": {"dnsEndpointConfig": {"allowExternalTraffic": True}},
+        }
+    )
+    created = asyncio.run(standin.create(p.CreateRequest(urn(CLUSTER, "c"), inputs, 60, False)))
+    assert plain(created.properties["controlPlaneEndpointsConfig"]) == {
+        "dnsEndpointConfig": {"allowExternalTraffic": True, "endpoint": "localhost:6443"}
+    }
+    monkeypatch.setenv("NEMO_RL_GKE_STANDIN_ENDPOINT", "127.0.0.1:7443")
+    read = asyncio.run(
+        standin.read(p.ReadRequest(urn(CLUSTER, "c"), "id", created.properties, inputs))
+    )
+    assert plain(read.properties["controlPlaneEndpointsConfig"])["dnsEndpointConfig"] == {
+        "allowExternalTraffic": True,
+        "endpoint": "localhost:7443",
+    }

@@ -10,6 +10,7 @@ from program.apis import build_apis
 from program.gke import build_gke
 from program.networks import build_networks
 from program.ray_platform import build_ray
+from program.reservation import check_reservation
 from program.storage import build_cloud_storage, build_volumes
 from program.verification import build_verification
 from stack_config import load_stack_config
@@ -20,6 +21,9 @@ from stack_config.pulumi_source import current_config_values, current_secret_key
 stack = pulumi.get_stack()
 values = current_config_values()
 cfg = load_stack_config(values, stack, current_secret_keys(values))
+# The reservation the GPU pool names is read now, before anything is planned: a reservation
+# that cannot hold the pool stops here, naming gpu.reservation.
+check_reservation(cfg)
 labels = base_labels(stack, cfg.labels)
 
 apis = build_apis(cfg)  # every resource that calls an API waits for it to be on

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from preflight.engine import ProgramError, ProgramRun, run_program
+from preflight.fake_reservations import CloudFixtures, FixtureError, assumed_for, load_fixtures
 from preflight.policy_runner import (
     PolicyConfigError,
     PolicyInfo,
@@ -32,7 +33,13 @@ from preflight.report import (
     summarize,
     to_json,
 )
-from preflight.stackfiles import StackFileError, read_project, read_stack, stack_name_from_file
+from preflight.stackfiles import (
+    StackConfigValues,
+    StackFileError,
+    read_project,
+    read_stack,
+    stack_name_from_file,
+)
 from stack_config.errors import InvalidStackConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +58,8 @@ class Result:
     seconds: float
     warnings: list[str] = field(default_factory=list)
     """Policy-config entries the CLI accepts but that do nothing (likely typos)."""
+    notes: list[str] = field(default_factory=list)
+    """What the offline run could not prove (e.g. a reservation it did not read)."""
 
     @property
     def mandatory(self) -> list[Violation]:
@@ -75,12 +84,16 @@ def preflight(
     policy_config: Path | None = None,
     use_default_policy_config: bool = True,
     known: bool = False,
+    reservations: Path | None = None,
 ) -> Result:
     """Load config, run the program under mocks, evaluate the policy pack.
 
     By default values the cloud computes are unknown, as in a first `pulumi preview`, so a
     policy that needs one reports "can't run ... during preview" here too. `known=True`
     evaluates with every value known (what the policies see after `pulumi up`).
+    `reservations` is a description of the reservations (and existing clusters) the program's
+    reads find (`preflight.fake_reservations`); without it the stack's reservation is assumed
+    to hold its pool, and a note says so.
 
     Raises StackFileError / InvalidStackConfig / PolicyConfigError (exit 2) and
     ProgramError (exit 1).
@@ -102,6 +115,7 @@ def preflight(
     from policies.pack import PACK_ENFORCEMENT_LEVEL, PACK_NAME, PACK_VERSION, POLICIES
 
     reconciled = reconcile_config(POLICIES, load_policy_config_file(policy_config))
+    fixtures, notes = cloud_fixtures(config, reservations)
     run = run_program(
         project_dir / project.main,
         project.name,
@@ -109,6 +123,7 @@ def preflight(
         region=config.values.get("gcp:region", ""),
         zone=config.values.get(f"{project.name}:zone", ""),
         preview=not known,
+        fixtures=fixtures,
     )
     policies, violations = evaluate(
         run.records, POLICIES, reconciled, PACK_NAME, PACK_VERSION, PACK_ENFORCEMENT_LEVEL
@@ -121,7 +136,40 @@ def preflight(
         policy_config_path=policy_config,
         seconds=time.perf_counter() - started,
         warnings=list(reconciled.warnings),
+        notes=notes,
     )
+
+
+def cloud_fixtures(
+    config: StackConfigValues, reservations: Path | None
+) -> tuple[CloudFixtures, list[str]]:
+    """What the program's reads of the cloud find: the description given, or a reservation
+    assumed to hold the pool (with a note saying the reservation was not read)."""
+    if reservations is not None:
+        return load_fixtures(reservations), []
+    from stack_config import load_stack_config
+
+    cfg = load_stack_config(config.values, config.stack, config.secret_keys)
+    path = cfg.gpu.reservation_path
+    if path is None or not cfg.gpu.check_reservation:
+        return CloudFixtures(), []
+    gpu = cfg.gpu.profile
+    fixtures = assumed_for(
+        name=path.name,
+        block=path.block,
+        sub_block=path.sub_block,
+        zone=cfg.zone,
+        project=cfg.gpu.reservation_project or cfg.project,
+        machine_type=gpu.machine_type,
+        accelerator_type=gpu.accelerator_type,
+        gpus_per_node=gpu.gpus_per_node,
+        nodes=cfg.gpu.max_nodes,
+    )
+    note = (
+        f"reservation {path} was not read (offline): assumed to hold the pool. `pulumi"
+        " preview` reads it and stops when it cannot; --reservations FILE checks a description"
+    )
+    return fixtures, [note]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -156,6 +204,13 @@ def _parser() -> argparse.ArgumentParser:
         help="also write every Kubernetes object (and the Pods of Ray clusters) as YAML files"
         " into this folder, with computed values resolved, for scanners such as checkov",
     )
+    parser.add_argument(
+        "--reservations",
+        type=Path,
+        help="a JSON description of the reservations (and existing clusters) the program reads"
+        " (see preflight/fake_reservations.py); default: the stack's reservation is assumed to"
+        " hold its pool",
+    )
     parser.add_argument("--quiet", action="store_true", help="print only the result line")
     return parser
 
@@ -175,8 +230,13 @@ def main(
         stack_name_from_file(stack_file)
         if not stack_file.exists():
             raise StackFileError(f"no stack file {stack_file}")
-        result = preflight(stack_file, policy_config=args.policy_config, known=args.known)
-    except (StackFileError, PolicyConfigError) as error:
+        result = preflight(
+            stack_file,
+            policy_config=args.policy_config,
+            known=args.known,
+            reservations=args.reservations,
+        )
+    except (StackFileError, PolicyConfigError, FixtureError) as error:
         print(f"preflight: {error}", file=err)
         return EXIT_USAGE
     except InvalidStackConfig as error:
@@ -192,13 +252,20 @@ def main(
 
     for warning in result.warnings:
         print(f"preflight: warning: {warning}", file=err)
+    for note in result.notes:
+        print(f"preflight: note: {note}", file=err)
     if args.manifests is not None:
         from preflight.manifests import write_manifests
 
         resolved = (
             result
             if args.known
-            else preflight(stack_file, policy_config=args.policy_config, known=True)
+            else preflight(
+                stack_file,
+                policy_config=args.policy_config,
+                known=True,
+                reservations=args.reservations,
+            )
         )
         files = write_manifests(resolved.run, args.manifests)
         print(f"preflight: wrote {len(files)} manifests to {args.manifests}", file=err)

@@ -14,6 +14,7 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from preflight.fake_cloud import FakeCloud
+from preflight.fake_reservations import CloudFixtures
 from preflight.recorder import SECRET_MASK, UNKNOWN_MASK, Record, RecordingMonitor
 from preflight.stackfiles import StackConfigValues
 
@@ -110,14 +111,21 @@ def run_program(
     region: str = "",
     zone: str = "",
     preview: bool = True,
+    fixtures: CloudFixtures | None = None,
 ) -> ProgramRun:
     """Execute `main` once against FakeCloud; raise whatever the program raises.
 
     `preview` (the default) answers as a first `pulumi preview` of a new stack does: values
     the cloud computes are unknown. `preview=False` makes every value known, as after `up`.
+    `fixtures` are the reservations and clusters the program's reads find (none: every
+    read is a 404).
     """
     fake = FakeCloud(
-        config.values.get("gcp:project", "fake-project"), region, zone, preview=preview
+        config.values.get("gcp:project", "fake-project"),
+        region,
+        zone,
+        fixtures=fixtures,
+        preview=preview,
     )
     exports: dict[str, Export] = {}
 

@@ -15,6 +15,9 @@ from typing import Any
 import pulumi
 from pulumi.runtime.rpc import UNKNOWN
 
+from preflight import fake_reservations
+from preflight.fake_reservations import CloudFixtures
+
 FAKE_PROJECT_NUMBER = "000000000000"
 FAKE_ENDPOINT = "203.0.113.10"
 FAKE_DNS_ENDPOINT = "gke-00000000000000000000000000000000-000000000000.{region}.gke.goog"
@@ -57,6 +60,7 @@ class FakeCloud(pulumi.runtime.Mocks):
         endpoint: str = FAKE_ENDPOINT,
         ca: str = FAKE_CA,
         dns_endpoint: str | None = None,
+        fixtures: CloudFixtures | None = None,
         preview: bool = False,
     ) -> None:
         self.project = project
@@ -66,6 +70,8 @@ class FakeCloud(pulumi.runtime.Mocks):
         self.ca = ca
         self.dns_endpoint = dns_endpoint
         """The cluster's DNS name; default FAKE_DNS_ENDPOINT in the cluster's region."""
+        self.fixtures = fixtures or CloudFixtures()
+        """The reservations and existing clusters it knows (none: every read is a 404)."""
         self.preview = preview
         """Answer as a first `pulumi preview` does: computed values (and every output of a
         Kubernetes resource, whose provider's kubeconfig is not known yet) are unknown."""
@@ -111,15 +117,23 @@ class FakeCloud(pulumi.runtime.Mocks):
             return self._kubernetes(name, outputs)
         return f"fake-id-{name}"
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[Any, Any]:  # type: ignore[override]
-        """Answer the invokes the program makes."""
-        return self.call_result(args.token, dict(args.args))
+    def call(  # type: ignore[override]
+        self, args: pulumi.runtime.MockCallArgs
+    ) -> dict[Any, Any] | tuple[dict[Any, Any], list[tuple[str, str]]]:
+        """Answer the invokes the program makes; a read of something that is not there fails
+        the invoke, as a provider's 404 does (the program's invoke raises)."""
+        try:
+            return self.call_result(args.token, dict(args.args))
+        except fake_reservations.NotFoundError as error:
+            return {}, [("name", str(error))]
 
     def call_result(self, token: str, args: dict[str, Any]) -> dict[str, Any]:
         """What an invoke returns (the fields the program reads)."""
         if token == "gcp:organizations/getProject:getProject":  # noqa: S105 - a token name
             project = args.get("projectId") or self.project
             return {"projectId": project, "number": FAKE_PROJECT_NUMBER, "name": project}
+        if token in fake_reservations.TOKENS:
+            return fake_reservations.answer(self.fixtures, token, args, self.project)
         if token == "gcp:organizations/getClientConfig:getClientConfig":  # noqa: S105
             return {
                 "project": self.project,

@@ -10,8 +10,9 @@ version. It speaks the real provider protocol (the Python SDK's provider server)
   cluster endpoint and CA, a Lustre mount point), from the same table preflight's mocks use;
   during a preview those computed values are unknown, as they are with the real provider;
 - `Diff` compares old and new inputs (never outputs), so an unchanged program plans nothing;
-- the invokes the program makes (`getProject`, `getClientConfig`) are answered with every
-  field of the SDK's result type.
+- the invokes the program makes (`getProject`, `getClientConfig`, and the reads of the GPU
+  reservation and the cluster, from a description: `invokes`) are answered with every field of
+  the SDK's result type.
 
 It cannot prove that Google's APIs accept a request, which fields force a replacement, or
 that values are valid beyond their type (a malformed CIDR passes). Every call is written to
@@ -39,7 +40,8 @@ from pulumi.runtime._grpc_settings import _GRPC_CHANNEL_OPTIONS
 from pulumi.runtime.proto import provider_pb2_grpc
 
 from preflight.fake_cloud import FAKE_CA, FAKE_ENDPOINT, FakeCloud
-from testbed.gcp_standin import types_model
+from preflight.fake_reservations import NotFoundError
+from testbed.gcp_standin import invokes, types_model
 
 VERSION = "10.2.0"
 """The pulumi-gcp release this stands in for (the SDK's pulumi-plugin.json)."""
@@ -248,13 +250,22 @@ class GcpStandIn(p.Provider):
         )
 
     async def invoke(self, request: p.InvokeRequest) -> p.InvokeResponse:
-        """Answer getProject / getClientConfig with every field of the SDK's result type."""
+        """Answer getProject / getClientConfig and the reservation and cluster reads
+        (`invokes`) with every field of the SDK's result type; a read of what is not there
+        fails."""
         failures = types_model.check_invoke(request.tok, request.args)
         log(f"Invoke {request.tok}: {len(failures)} failure(s)")
         if failures:
             return p.InvokeResponse(failures=_failures(failures))
         args = {k: plain(v) for k, v in request.args.items()}
-        result = self._answer(request.tok, args)
+        if request.tok in invokes.TOKENS:
+            try:
+                result = invokes.answer_read(request.tok, args, self.project)
+            except NotFoundError as error:
+                log(f"  {error}")
+                return p.InvokeResponse(failures=[p.CheckFailure("name", str(error))])
+        else:
+            result = self._answer(request.tok, args)
         expected = types_model.result_names(types_model.function_signature(request.tok).result)
         missing = expected - set(result)
         extra = set(result) - expected

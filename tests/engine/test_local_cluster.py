@@ -269,12 +269,15 @@ def test_no_perpetual_diff_after_up_and_after_refresh(b200: str) -> None:
 
 
 def test_a_changed_kubeconfig_replaces_no_kubernetes_object(b200: str, tmp_path: Path) -> None:
-    """The cluster's endpoint changes form (localhost instead of 127.0.0.1, as after an IP
-    rotation): the kubeconfig changes, the provider is updated, nothing is replaced."""
+    """The cluster's endpoints change form (its IP endpoint localhost instead of 127.0.0.1,
+    as after an IP rotation, and its DNS endpoint - the one the kubeconfig names - 127.0.0.1
+    instead of localhost): the kubeconfig changes, the provider is updated, nothing is
+    replaced."""
     cluster = local_cluster.load()
     assert cluster is not None
     env = environ()
     env["NEMO_RL_GKE_STANDIN_ENDPOINT"] = f"localhost:{cluster.api_port}"
+    env["NEMO_RL_GKE_STANDIN_DNS_ENDPOINT"] = f"127.0.0.1:{cluster.api_port}"
     must(pulumi(b200, "refresh", "--yes", env=env))
     log = tmp_path / "events.jsonl"
     env["PULUMI_DEBUG_COMMANDS"] = "true"

@@ -249,3 +249,78 @@ def test_a_cluster_s_dns_endpoint_is_the_local_api_server_by_name(
         "allowExternalTraffic": True,
         "endpoint": "localhost:7443",
     }
+
+
+def test_reservation_reads_answer_from_the_description_or_fail_as_a_404(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    description = tmp_path / "r.json"
+    description.write_text(
+        '{"reservations": [{"name": "res-a", "zone": "us-central1-b",'
+        ' "machineType": "a4-highgpu-8g", "accelerators": [{"type": "nvidia-b200", "count": 8}],'
+        ' "count": 4, "inUse": 1, "blocks": [{"name": "b1", "count": 4, "inUse": 1}]}]}'
+    )
+    monkeypatch.setenv("NEMO_RL_GKE_STANDIN_RESERVATIONS", str(description))
+    standin = configured()
+    for token, args, checks in (
+        (
+            "gcp:compute/getReservation:getReservation",
+            {"name": "res-a", "zone": "us-central1-b"},
+            {"name": "res-a"},
+        ),
+        (
+            "gcp:compute/getReservationBlock:getReservationBlock",
+            {"name": "b1", "reservation": "res-a", "zone": "us-central1-b"},
+            {"blockCount": 4, "inUseCount": 1},
+        ),
+    ):
+        answer = asyncio.run(standin.invoke(p.InvokeRequest(token, props(args))))
+        result = {k: plain(v) for k, v in (answer.return_value or {}).items()}
+        assert set(result) == types_model.result_names(types_model.function_signature(token).result)
+        for key, value in checks.items():
+            assert result[key] == value
+    missing = asyncio.run(
+        standin.invoke(
+            p.InvokeRequest(
+                "gcp:compute/getReservation:getReservation",
+                props({"name": "res-a", "zone": "us-central1-c"}),
+            )
+        )
+    )
+    assert missing.return_value is None
+    assert [f.reason for f in missing.failures] == [
+        "googleapi: Error 404: The resource 'projects/proj-123456/zones/us-central1-c/"
+        "reservations/res-a' was not found, notFound"
+    ]
+    cluster = asyncio.run(
+        standin.invoke(
+            p.InvokeRequest(
+                "gcp:container/getCluster:getCluster",
+                props({"name": "c", "location": "us-central1"}),
+            )
+        )
+    )
+    assert "was not found" in cluster.failures[0].reason
+
+
+@pytest.mark.parametrize("stack", ["b200", "h200"])
+def test_the_default_description_holds_each_committed_stack_s_reservation(stack: str) -> None:
+    """The stand-in's default answers describe the committed placeholders at the size their
+    policy configs record, so the committed stacks plan as they are."""
+    import json
+
+    import yaml
+
+    from preflight.fake_reservations import load_fixtures
+    from testbed.gcp_standin.invokes import DEFAULT_FIXTURES
+
+    config = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())["config"]
+    gpu = config["nemo-rl-gke:gpu"]
+    sizes = json.loads((REPO / "policies" / "config" / f"{stack}.json").read_text())
+    (described,) = [
+        r for r in load_fixtures(DEFAULT_FIXTURES).reservations if r.name == gpu["reservation"]
+    ]
+    assert described.zone == config["nemo-rl-gke:zone"]
+    assert described.project == config["gcp:project"]
+    assert described.count == sizes["gpu-reservation-size"]["reservations"][gpu["reservation"]]
+    assert described.count >= gpu["nodes"]

@@ -81,9 +81,18 @@ def write_trust_bundle(pki: Pki) -> Path:
     bundle lets the real Kubernetes provider trust it that way, while every other TLS client
     started with it keeps the public roots it had.
     """
+    import os
     import ssl
 
-    system = Path(ssl.get_default_verify_paths().cafile or "/etc/ssl/certs/ca-certificates.crt")
+    # The roots this machine's TLS clients use: its SSL_CERT_FILE when set (a proxy's CA may be
+    # in it), else OpenSSL's default bundle.
+    system = Path(
+        os.environ.get("SSL_CERT_FILE")
+        or ssl.get_default_verify_paths().cafile
+        or "/etc/ssl/certs/ca-certificates.crt"
+    )
+    if system == pki.trust_bundle and system.is_file():
+        return system  # already ours (the env file was sourced): it holds both
     roots = system.read_text(encoding="utf-8") if system.is_file() else ""
     bundle = roots.rstrip("\n") + "\n" + pki.ca.read_text(encoding="utf-8")
     if not pki.trust_bundle.exists() or pki.trust_bundle.read_text(encoding="utf-8") != bundle:

@@ -9,14 +9,16 @@ the chart, so that path runs here too.
 What the test bed adapts, and only that: the state backend is a local folder instead of a
 bucket (the README's `gs://` URL is replaced), the Pulumi CLI and its plugins are the ones
 `make engine` built (the GCP provider is the stand-in, which answers the reservation read from
-a description of `fake-reservation`), HOME is a scratch folder (so `~/.uv` lands in it), and the
-uv and pip download caches are the machine's (a cold cache would download the 300 MB SDK).
+a description of `fake-reservation`), HOME is a scratch folder (so `~/.uv` lands in it), the
+uv and pip download caches are the machine's (a cold cache would download the 300 MB SDK), and
+the machine's network settings (proxy, CA bundle, pip's index) pass through as a shell's would.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -67,6 +69,14 @@ def _clean_path() -> str:
         if folder and not (Path(folder) / "uv").exists() and ".tools" not in folder
     ]
     return os.pathsep.join(kept)
+
+
+NETWORK = re.compile(
+    r"^(https?_proxy|no_proxy|all_proxy|ssl_cert_file|ssl_cert_dir|requests_ca_bundle"
+    r"|curl_ca_bundle|pip_(index_url|extra_index_url|find_links|cert|trusted_host|default_timeout))$",
+    re.IGNORECASE,
+)
+"""The machine's network settings a user's shell has too (proxy, CA bundle, pip's index)."""
 
 
 def _cache(env_var: str, default: Path) -> str:
@@ -128,6 +138,7 @@ def test_the_readme_first_deploy_runs_as_written_on_a_clean_copy(
         encoding="utf-8",
     )
     env = {
+        **{k: v for k, v in os.environ.items() if NETWORK.match(k)},
         "PATH": f"{cli}{os.pathsep}{_clean_path()}",
         "HOME": str(home),
         "LANG": os.environ.get("LANG", "C.UTF-8"),

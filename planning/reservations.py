@@ -79,6 +79,8 @@ class ReservationSeen:
 
     zone: str
     machine_type: str
+    """Empty when the reservation names its VMs by an instance template instead: then machine
+    type and GPUs are not judged (the API does not repeat the template's properties)."""
     accelerators: tuple[tuple[str, int], ...]
     """(accelerator type, count per VM) of the reserved VMs."""
     capacity: Capacity
@@ -97,11 +99,8 @@ def fit_problems(path: ReservationPath, demand: PoolDemand, seen: ReservationSee
     if zone != demand.zone:
         problems.append(f"is in zone {zone}, but the GPU pool is in {demand.zone}")
     machine = last_segment(seen.machine_type)
-    if machine != demand.machine_type:
-        problems.append(
-            f"reserves {machine or 'no specific machine type'} VMs, but the pool runs"
-            f" {demand.machine_type}"
-        )
+    if machine and machine != demand.machine_type:
+        problems.append(f"reserves {machine} VMs, but the pool runs {demand.machine_type}")
     wanted = (demand.accelerator_type, demand.gpus_per_node)
     reserved = tuple((last_segment(kind), count) for kind, count in seen.accelerators)
     if machine == demand.machine_type and wanted not in reserved:

@@ -10,7 +10,6 @@ names `nemo-rl-gke:gpu.reservation` - instead of a pool GKE accepts and never fi
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pulumi_gcp as gcp
 
@@ -138,7 +137,9 @@ def _first_line(error: Exception) -> str:
     return text[0] if text else type(error).__name__
 
 
-def _unreadable(path: ReservationPath, owner: str, zone: str, error: Exception) -> Any:
+def _unreadable(
+    path: ReservationPath, owner: str, zone: str, error: Exception
+) -> InvalidStackConfig:
     if _missing(error):
         where = (
             f"block {path.block} / sub-block {path.sub_block} of reservation {path.name}"

@@ -250,3 +250,13 @@ def test_answers_carry_every_field_of_the_sdk_result() -> None:
     assert "minCpuPlatform" in specific["instanceProperties"][0]  # nested fields complete too
     with pytest.raises(KeyError, match="no field"):
         complete(GetReservationResult, {"notAField": 1})
+
+
+def test_a_reservation_made_from_an_instance_template_is_judged_by_its_size_only() -> None:
+    """The API does not repeat an instance template's machine type: nothing to compare."""
+    demand = PoolDemand("a4-highgpu-8g", "nvidia-b200", 8, nodes=2, zone="us-central1-b")
+    seen = ReservationSeen("us-central1-b", "", (), Capacity(2, 0))
+    assert fit_problems(ReservationPath("r"), demand, seen) == []
+    assert fit_problems(
+        ReservationPath("r"), demand, ReservationSeen("us-central1-b", "", (), Capacity(1, 0))
+    ) == ["holds 1 VMs in the reservation, but the pool can grow to 2"]

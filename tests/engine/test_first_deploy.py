@@ -178,8 +178,11 @@ def test_the_readme_first_deploy_runs_as_written_on_a_clean_copy(
     # The preview ran the program and the policy pack, and planned the KubeRay release from
     # the public Helm repository (no ray.chartPath).
     assert "kubernetes:helm.sh/v3:Release" in out, out
+    assert "-m pulumi.policy" in out  # the language host started the pack for the preview
+    assert f"{clean_copy}/policies" in out
+    assert "Resources:" in out
     assert "chartPath" not in (clean_copy / "Pulumi.b200.yaml").read_text()
-    print(out[-6000:])  # the preview as the user saw it (shown with -s)
+    print(out[-6000:])  # the end of the preview as the user saw it (shown with -s)
     stack_file = (clean_copy / "Pulumi.b200.yaml").read_text()
     assert "fake-project-123" in stack_file
     assert "fake-reservation" in stack_file

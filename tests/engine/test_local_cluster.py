@@ -590,7 +590,14 @@ def test_a_chart_version_bump_reapplies_the_crds_before_the_upgrade(
     apply) completes before the Helm release is upgraded. Shown with a second local chart."""
     workspace: Workspace = make_workspace(tmp_path)
     env = local_cluster.local_environ(workspace.env())
-    for key in ("PATH", "NEMO_RL_GKE_STANDIN_ENDPOINT", "NEMO_RL_GKE_STANDIN_CA_FILE"):
+    # SSL_CERT_FILE: the kubeconfig names the cluster's DNS endpoint and no CA; the test bed's
+    # trust bundle is what makes the local API server trusted there.
+    for key in (
+        "PATH",
+        "NEMO_RL_GKE_STANDIN_ENDPOINT",
+        "NEMO_RL_GKE_STANDIN_CA_FILE",
+        "SSL_CERT_FILE",
+    ):
         workspace.extra_env[key] = env[key]
     chart = local_cluster.kuberay_chart()
     workspace.init("dev")

@@ -6,10 +6,12 @@ import pulumi
 
 from planning.naming import base_labels
 from planning.ray import submit_command
+from program.apis import build_apis
 from program.gke import build_gke
 from program.guard import REPLACEMENT_EXPORT, stop_surprise_replacements
 from program.networks import build_networks
 from program.ray_platform import build_ray
+from program.reservation import check_reservation
 from program.storage import build_cloud_storage, build_volumes
 from program.verification import build_verification
 from stack_config import load_stack_config
@@ -20,14 +22,18 @@ from stack_config.pulumi_source import current_config_values, current_secret_key
 stack = pulumi.get_stack()
 values = current_config_values()
 cfg = load_stack_config(values, stack, current_secret_keys(values))
+# The reservation the GPU pool names is read now, before anything is planned: a reservation
+# that cannot hold the pool stops here, naming gpu.reservation.
+check_reservation(cfg)
 labels = base_labels(stack, cfg.labels)
 # A protected stack never recreates its GPU pool, Lustre or cluster by surprise: compared with
 # what this stack's last deployment exported, before anything is registered.
 replacement_config = stop_surprise_replacements(cfg, stack)
 
-nets = build_networks(cfg)
-gke = build_gke(cfg, nets, labels)
-storage = build_cloud_storage(cfg, nets, gke, labels)  # Lustre in parallel with the cluster
+apis = build_apis(cfg)  # every resource that calls an API waits for it to be on
+nets = build_networks(cfg, apis)
+gke = build_gke(cfg, nets, labels, apis)
+storage = build_cloud_storage(cfg, nets, gke, labels, apis)  # Lustre beside the cluster
 volumes = build_volumes(cfg, storage, gke)
 # The gates prove GPUs, RDMA, NCCL and /data before the RayCluster takes the GPUs.
 verification = build_verification(cfg, gke, volumes, {"stack": stack})

@@ -48,6 +48,8 @@ class TrainingBucketArgs:
     """What must exist before the principals can be named in IAM: the Workload Identity pool
     `<project>.svc.id.goog` exists only once the project's first WI cluster does."""
     labels: Mapping[str, str] = field(default_factory=dict)
+    apis: Sequence[pulumi.Resource] = ()
+    """What enables the APIs this component calls (the project's `projects.Service`s)."""
 
 
 class TrainingBucket(pulumi.ComponentResource):
@@ -81,7 +83,9 @@ class TrainingBucket(pulumi.ComponentResource):
             # Only a throwaway stack may delete a bucket that still holds objects.
             force_destroy=not args.protect,
             labels=dict(args.labels),
-            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
+            opts=pulumi.ResourceOptions(
+                parent=self, protect=args.protect, depends_on=list(args.apis)
+            ),
         )
         for index, member in enumerate(args.reader_writers):
             gcp.storage.BucketIAMMember(

@@ -19,6 +19,22 @@ NODE_SA_ROLES = (
     "roles/artifactregistry.reader",
 )
 CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
+MONITORING_COMPONENTS = (
+    # GKE's own system metrics (the managed default).
+    "SYSTEM_COMPONENTS",
+    # Per-pod CPU, memory, restarts and status: the Ray head and each worker pod.
+    "POD",
+    # Node and container resource use as the kubelet and cAdvisor see them (Ray workers'
+    # memory pressure, /dev/shm, throttling); GKE 1.29.3-gke.1093000 or later.
+    "KUBELET",
+    "CADVISOR",
+    # PersistentVolume use: the Lustre or bucket claim mounted at /data.
+    "STORAGE",
+    # GPU utilisation, memory, temperature, XID errors from NVIDIA DCGM.
+    "DCGM",
+)
+"""What a platform engineer reads about Ray workers in Cloud Monitoring (pulumi-gcp 10.2.0
+`ClusterMonitoringConfig.enableComponents`). An in-place update of an existing cluster."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +65,8 @@ class GkeClusterArgs:
 
     project: str
     region: str
+    zone: str
+    """The GPU zone: where the temporary default pool (and, by default, every pool) starts."""
     name: str
     node_service_account_id: str
     network: pulumi.Input[str]
@@ -58,6 +76,12 @@ class GkeClusterArgs:
     release_channel: str
     min_version: str
     authorized_networks: Sequence[AuthorizedCidr]
+    dns_endpoint: bool = True
+    """Reach the control plane on GKE's DNS-based endpoint (`gke-....<region>.gke.goog`),
+    authorized by IAM (`container.clusters.connect`) instead of by source address: a CI
+    runner without a fixed address reaches it. The IP endpoint stays, for the authorized
+    networks. False: the IP endpoint only (the authorized networks must include whoever runs
+    `pulumi up`)."""
     maintenance: MaintenancePlan
     lustre_csi: bool
     """Enable the Managed Lustre CSI driver add-on."""
@@ -72,6 +96,8 @@ class GkeClusterArgs:
     """GKE's managed Ray operator instead of the KubeRay Helm release (never both)."""
     protect: bool
     labels: Mapping[str, str] = field(default_factory=dict)
+    apis: Sequence[pulumi.Resource] = ()
+    """What enables the APIs this component calls (the project's `projects.Service`s)."""
 
     def __post_init__(self) -> None:
         if self.legacy_lustre_port and not self.lustre_csi:
@@ -109,7 +135,9 @@ class GkeCluster(pulumi.ComponentResource):
         self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("nemo:gke:Cluster", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        # The account and its roles need IAM and Resource Manager; the cluster waits for them
+        # and for everything in `apis` (GKE, Compute, Monitoring, Logging).
+        child = pulumi.ResourceOptions(parent=self, depends_on=list(args.apis))
 
         account = gcp.serviceaccount.Account(
             f"{name}-nodes",
@@ -170,6 +198,13 @@ class GkeCluster(pulumi.ComponentResource):
             # default service account and drift outside Pulumi.
             remove_default_node_pool=True,
             initial_node_count=1,
+            # A regional cluster otherwise starts its temporary default pool in the region's
+            # default zones (three nodes, in zones that may lack quota or be stocked out);
+            # pinned, it starts one node in the GPU zone, where every pool of the stack lives
+            # (Cluster Toolkit's gke-cluster pins its zones too). Changing the locations of an
+            # existing cluster moves every pool without locations of its own and is not what
+            # this pin is for, so it applies to new clusters only (ignore_changes below).
+            node_locations=[args.zone],
             node_config=gcp.container.ClusterNodeConfigArgs(
                 service_account=node_email,
                 oauth_scopes=[CLOUD_PLATFORM],
@@ -190,6 +225,13 @@ class GkeCluster(pulumi.ComponentResource):
                 # Public endpoint, but only for the authorized networks below, so `pulumi up`
                 # can reach the API server from CI or a workstation.
                 enable_private_endpoint=False,
+            ),
+            # The DNS endpoint exists on every cluster; this says whether it takes traffic from
+            # outside Google (IAM still decides who). False keeps it closed, GKE's default.
+            control_plane_endpoints_config=gcp.container.ClusterControlPlaneEndpointsConfigArgs(
+                dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
+                    allow_external_traffic=args.dns_endpoint
+                )
             ),
             master_authorized_networks_config=gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
                 cidr_blocks=[
@@ -222,9 +264,10 @@ class GkeCluster(pulumi.ComponentResource):
                 if args.gke_ray_addon
                 else None,
             ),
-            # GPU observability: DCGM metrics through Google Cloud Managed Service for Prometheus.
+            # GPU and Ray worker observability (MONITORING_COMPONENTS), DCGM through Google Cloud
+            # Managed Service for Prometheus.
             monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
-                enable_components=["SYSTEM_COMPONENTS", "DCGM"],
+                enable_components=list(MONITORING_COMPONENTS),
                 managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(
                     enabled=True
                 ),
@@ -249,11 +292,12 @@ class GkeCluster(pulumi.ComponentResource):
                 protect=args.protect,
                 # node_config only shapes the removed default pool; GKE reports it back
                 # differently, and a change would force a new cluster.
-                ignore_changes=["nodeConfig"],
+                # node_locations: stacks created before the pin keep their locations.
+                ignore_changes=["nodeConfig", "nodeLocations"],
                 # Nodes (the default pool's, then every pool's: pools hang off the cluster) must
                 # start with the account and its roles in place, or they come up unable to
                 # write logs or pull images.
-                depends_on=[account, *roles],
+                depends_on=[account, *roles, *args.apis],
             ),
         )
 
@@ -262,13 +306,23 @@ class GkeCluster(pulumi.ComponentResource):
         self.cluster_id = cluster.id
         self.node_service_account_email = pulumi.Output.from_input(node_email)
         self.workload_pool = pulumi.Output.from_input(workload_pool)
-        self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(
+        if args.dns_endpoint:
+            # The DNS name GKE gives the cluster; its certificate is publicly trusted.
+            dns_name = cluster.control_plane_endpoints_config.apply(
+                lambda c: (
+                    (c.dns_endpoint_config.endpoint if c and c.dns_endpoint_config else "") or ""
+                )
+            )
+            kubeconfig = pulumi.Output.all(cluster.name, dns_name).apply(
+                lambda v: exec_kubeconfig(v[0], v[1], None)
+            )
+        else:
+            kubeconfig = pulumi.Output.all(
                 cluster.name, cluster.endpoint, cluster.master_auth.cluster_ca_certificate
             ).apply(lambda v: exec_kubeconfig(v[0], v[1], v[2]))
-        )
+        self.kubeconfig = pulumi.Output.secret(kubeconfig)
         self.get_credentials_command = pulumi.Output.all(cluster.name, cluster.location).apply(
-            lambda v: get_credentials_command(v[0], v[1], args.project)
+            lambda v: get_credentials_command(v[0], v[1], args.project, args.dns_endpoint)
         )
         self.register_outputs(
             {

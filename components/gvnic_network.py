@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 
@@ -20,6 +21,8 @@ class GvnicNetworkArgs:
     names: Names
     cidr: IPv4Network
     mtu: int
+    apis: Sequence[pulumi.Resource] = ()
+    """What enables the APIs this component calls (the project's `projects.Service`s)."""
 
 
 class GvnicNetwork(pulumi.ComponentResource):
@@ -46,7 +49,7 @@ class GvnicNetwork(pulumi.ComponentResource):
             routing_mode="REGIONAL",
             mtu=args.mtu,
             description="nemo-rl-gke gVNIC network (second NIC of GPU nodes)",
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.apis)),
         )
         subnet = gcp.compute.Subnetwork(
             f"{name}-sub",

@@ -11,6 +11,7 @@ import pulumi_gcp as gcp
 
 from components.gke_cluster import CLOUD_PLATFORM
 from planning.catalog import Capacity, GpuProfile
+from planning.cidrs import GPU_MAX_PODS_PER_NODE
 from planning.kube import ACCELERATOR_LABEL, GPU_TAINT_KEY
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
@@ -19,7 +20,18 @@ GPU_POOL_IGNORED_DRIFT = ("nodeConfig.ephemeralStorageLocalSsdConfig", "initialN
 (Cluster Toolkit's `modules/compute/gke-node-pool` ignores the same drift). A spurious diff on
 either would delete and recreate a reserved B200/H200 pool - nodes, reservation slot and any run
 on them - so drift there is ignored; change them on purpose with a new pool."""
+GPU_POOL_FIXED_AT_CREATION = ("maxPodsPerNode",)
+"""Inputs of a GPU pool that GKE fixes when the pool is created (a change replaces the pool)
+and whose default this program changed: pools created before keep what they have (GKE's 110
+pods per node) rather than be deleted and recreated with their reservation and any run on
+them. A new value takes effect with a new pool."""
 POOL_LABEL = "nemo-rl-gke/pool"
+PRIVATE_NODES = True
+"""Every pool says `networkConfig.enablePrivateNodes` itself. A pool's `networkConfig` block
+without it is sent with `false` (Terraform's `expandNodeNetworkConfig`), which overrides the
+cluster's private nodes: the nodes get external IPs, bypass Cloud NAT, and cannot be created at
+all under `constraints/compute.vmExternalIpAccess` (Cluster Toolkit sets it since its PR #4682).
+An in-place update on existing pools."""
 
 
 def hardened_node_config(
@@ -85,6 +97,9 @@ class SystemNodePool(pulumi.ComponentResource):
             upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
                 strategy="SURGE", max_surge=1, max_unavailable=0
             ),
+            network_config=gcp.container.NodePoolNetworkConfigArgs(
+                enable_private_nodes=PRIVATE_NODES
+            ),
             node_config={
                 **hardened_node_config(args.service_account, args.labels),
                 "machine_type": args.machine_type,
@@ -122,6 +137,8 @@ class GpuNodePoolArgs:
     driver_version: Literal["DEFAULT", "LATEST"]
     additional_networks: pulumi.Input[list[dict[str, str]]]
     """`[{network, subnetwork}]` in NIC order, straight from the network components."""
+    max_pods_per_node: int = GPU_MAX_PODS_PER_NODE
+    """Pods per node: the node's block of the pods range (32 -> a /26)."""
     disk_gb: int = 500
     labels: Mapping[str, str] = field(default_factory=dict)
 
@@ -208,10 +225,12 @@ class GpuNodePool(pulumi.ComponentResource):
                 auto_repair=not flex, auto_upgrade=True
             ),
             upgrade_settings=upgrade,
+            max_pods_per_node=args.max_pods_per_node,
             placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT")
             if args.placement == "compact"
             else None,
             network_config=gcp.container.NodePoolNetworkConfigArgs(
+                enable_private_nodes=PRIVATE_NODES,
                 additional_node_network_configs=pulumi.Output.from_input(
                     args.additional_networks
                 ).apply(
@@ -221,12 +240,12 @@ class GpuNodePool(pulumi.ComponentResource):
                         )
                         for n in nets
                     ]
-                )
+                ),
             ),
             node_config=self._node_config(args),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                ignore_changes=list(GPU_POOL_IGNORED_DRIFT),
+                ignore_changes=[*GPU_POOL_IGNORED_DRIFT, *GPU_POOL_FIXED_AT_CREATION],
                 # A replacement must free the reservation before the new pool asks for it: a
                 # reservation has no room for a second pool's nodes (create-first would wait
                 # for capacity that only the old pool's deletion gives back).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 
@@ -29,6 +30,8 @@ class PrimaryNetworkArgs:
     pods_cidr: IPv4Network
     services_cidr: IPv4Network
     mtu: int
+    apis: Sequence[pulumi.Resource] = ()
+    """What enables the APIs this component calls (the project's `projects.Service`s)."""
 
 
 class PrimaryNetwork(pulumi.ComponentResource):
@@ -59,7 +62,8 @@ class PrimaryNetwork(pulumi.ComponentResource):
             routing_mode="REGIONAL",
             mtu=args.mtu,
             description="nemo-rl-gke cluster VPC",
-            opts=child,
+            # Subnets, router, NAT and firewall hang off the network, so they wait too.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.apis)),
         )
         # Other resources name the VPC by its name, never by its id or self link: the name is
         # ours and known during a first `pulumi preview`, so policies can judge what refers to

@@ -25,6 +25,8 @@ class RdmaNetworkArgs:
     """`projects/<p>/global/networkProfiles/<zone>-vpc-roce`: zonal, never the region."""
     cidrs: Sequence[IPv4Network]
     """One subnet per RDMA NIC, in NIC order (rdma-0 first)."""
+    apis: Sequence[pulumi.Resource] = ()
+    """What enables the APIs this component calls (the project's `projects.Service`s)."""
 
     def __post_init__(self) -> None:
         if not self.cidrs:
@@ -61,7 +63,7 @@ class RdmaNetwork(pulumi.ComponentResource):
             mtu=RDMA_MTU,
             network_profile=args.network_profile,
             description="nemo-rl-gke RoCE network (GPU RDMA NICs)",
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.apis)),
         )
         # Index-named children: the list is fixed by the NIC count and append-only, so a
         # subnet's URN never moves to another CIDR.

@@ -34,7 +34,12 @@ def consecutive_subnets(after: IPv4Network, count: int) -> list[IPv4Network]:
 RESERVED_PER_SUBNET = 4
 """Addresses GCP keeps in every subnet's primary range (network, gateway, two at the end)."""
 DEFAULT_MAX_PODS_PER_NODE = 110
-"""GKE's default for Standard clusters; each node then gets a /24 of the pods range."""
+"""GKE's default for Standard clusters; each node then gets a /24 of the pods range. The
+system pool keeps it (the Ray head, KubeRay, GKE's add-ons)."""
+GPU_MAX_PODS_PER_NODE = 32
+"""A GPU node runs one Ray worker plus GKE's and NVIDIA's daemons (about 15 pods): 32 gives it
+a /26 instead of a /24, so the default /14 pods range holds the 1000-node pool with room to
+spare instead of 21 nodes. XPK uses 32 for GPU pools; Cluster Toolkit exposes it."""
 
 
 def usable_addresses(network: IPv4Network) -> int:

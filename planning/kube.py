@@ -14,24 +14,22 @@ GPU_TAINT_KEY = "nvidia.com/gpu"
 ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 
 
-def exec_kubeconfig(cluster: str, endpoint: str, ca_certificate: str) -> str:
+def exec_kubeconfig(cluster: str, endpoint: str, ca_certificate: str | None) -> str:
     """A kubeconfig that authenticates through `gke-gcloud-auth-plugin` at call time.
 
     No token or client certificate is embedded, so the kubeconfig (and Pulumi state) holds
     nothing that grants access by itself; whoever runs Pulumi needs their own gcloud login.
+    `ca_certificate` None: the endpoint is GKE's DNS-based one, served with a publicly trusted
+    certificate (`gcloud container clusters get-credentials --dns-endpoint` writes no CA
+    either); the cluster CA signs only the IP endpoints' certificate.
     """
+    server: dict[str, str] = {"server": f"https://{endpoint}"}
+    if ca_certificate is not None:
+        server["certificate-authority-data"] = ca_certificate
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [
-            {
-                "name": cluster,
-                "cluster": {
-                    "server": f"https://{endpoint}",
-                    "certificate-authority-data": ca_certificate,
-                },
-            }
-        ],
+        "clusters": [{"name": cluster, "cluster": server}],
         "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": cluster}}],
         "current-context": cluster,
         "users": [
@@ -65,9 +63,13 @@ def interfaces_annotation(networks: Sequence[str]) -> str:
     return json.dumps(entries, separators=(",", ":"))
 
 
-def get_credentials_command(cluster: str, location: str, project: str) -> str:
-    """The gcloud command that writes a kubeconfig entry for the cluster."""
-    return (
+def get_credentials_command(
+    cluster: str, location: str, project: str, dns_endpoint: bool = False
+) -> str:
+    """The gcloud command that writes a kubeconfig entry for the cluster (on its DNS name when
+    the stack reaches the control plane there)."""
+    command = (
         f"gcloud container clusters get-credentials {cluster} --location {location}"
         f" --project {project}"
     )
+    return f"{command} --dns-endpoint" if dns_endpoint else command

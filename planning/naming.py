@@ -123,6 +123,17 @@ class Names:
         return f"{self.base}-bucket"
 
     @property
+    def workload_service_account(self) -> str:
+        """Kubernetes service account of the Ray pods and the gates.
+
+        Its Workload Identity principal (`principal://.../<project>.svc.id.goog/subject/ns/
+        <namespace>/sa/<ksa>`) names the project's pool, the namespace and the account, never
+        the cluster: every cluster of a project shares the pool. A per-stack account keeps two
+        stacks in one project apart - their grants, and their IAM bindings, which would
+        otherwise be one binding that destroying either stack removes."""
+        return f"{self.base}-workload"
+
+    @property
     def node_service_account(self) -> str:
         """Account id of the least-privilege node service account."""
         return f"{self.base}-nodes"

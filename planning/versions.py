@@ -30,6 +30,7 @@ class VersionTable:
     gke_min_l4_driver: Pin
     gke_min_flex_start: Pin
     gke_min_lustre_port_988: Pin
+    gke_min_kubelet_cadvisor_metrics: Pin
     # --- GKE control plane ---
     gke_release_channel: Pin
     gke_cluster_version: Pin
@@ -47,6 +48,9 @@ class VersionTable:
     nccl_diagnostic_image: Pin
     fio_image: Pin
     smoke_gate_image: Pin
+    # --- Deploy tooling ---
+    pulumi_cli: Pin
+    uv_minimum: Pin
     # --- Engine test bed: built from Go modules, used only by tests, never deployed ---
     engine_pulumi_cli: Pin
     engine_kubernetes_provider: Pin
@@ -85,6 +89,11 @@ VERSIONS: Final = VersionTable(
         "how-to/persistent-volumes/lustre-csi-driver-new-volume), the API field's description"
         " 1.33.2-gke.4655000 for nodes (https://docs.cloud.google.com/python/docs/reference/"
         "container/latest/google.cloud.container_v1.types.LustreCsiDriverConfig)",
+    ),
+    gke_min_kubelet_cadvisor_metrics=Pin(
+        "1.29.3-gke.1093000",
+        "pulumi-gcp 10.2.0 ClusterMonitoringConfigArgs.enable_components (the google-beta"
+        " provider's docs): KUBELET and CADVISOR are only supported from 1.29.3-gke.1093000",
     ),
     gke_release_channel=Pin(
         "REGULAR",
@@ -155,6 +164,18 @@ VERSIONS: Final = VersionTable(
         " standard library only (it calls Ray's job API; the run itself uses the NeMo RL image"
         " on the RayCluster). Pinned by tag only: its digest cannot be read here - pin it, or"
         " mirror it into your registry",
+    ),
+    pulumi_cli=Pin(
+        "3.276.0",
+        "the release every engine test runs (engine_pulumi_cli, built from"
+        " github.com/pulumi/pulumi/pkg/v3@v3.276.0): the CLI the workflows install"
+        " (pulumi/actions' pulumi-version, which otherwise installs the newest release)",
+    ),
+    uv_minimum=Pin(
+        "0.6.15",
+        "github.com/pulumi/pulumi/sdk/v3@v3.276.0 python/toolchain/uv.go (minUvVersion: the"
+        " uv toolchain refuses older uv); uv 0.6.15 reads this project's uv.lock (revision 5)"
+        " unchanged. pyproject.toml's [tool.uv] required-version",
     ),
     engine_pulumi_cli=Pin(
         "v3.276.0",

@@ -58,16 +58,29 @@ gke_workload_identity = resource_policy(
 
 
 def _private_nodes(args: ResourceValidationArgs, config: Config) -> Iterator[str]:
-    if not get_bool(get_map(args.props, "privateClusterConfig"), "enablePrivateNodes"):
-        yield "gives nodes public IPs (privateClusterConfig.enablePrivateNodes is not true)"
+    if args.resource_type == CLUSTER:
+        if not get_bool(get_map(args.props, "privateClusterConfig"), "enablePrivateNodes"):
+            yield "gives nodes public IPs (privateClusterConfig.enablePrivateNodes is not true)"
+        return
+    # A pool decides for its own nodes: pulumi-gcp sends a pool's networkConfig with
+    # enablePrivateNodes false when the program leaves it out, overriding the cluster's setting
+    # (Terraform's expandNodeNetworkConfig). Only an explicit true is private.
+    if get_bool(get_map(args.props, "networkConfig"), "enablePrivateNodes") is not True:
+        yield (
+            "gives its nodes public IPs unless networkConfig.enablePrivateNodes is true (the"
+            " provider sends false for a pool that leaves it out, overriding the cluster)"
+        )
 
 
 gke_private_nodes = resource_policy(
     name="gke-private-nodes",
-    description="Cluster nodes have no public IP addresses.",
-    types=[CLUSTER],
+    description="Cluster and node pool nodes have no public IP addresses.",
+    types=[CLUSTER, NODE_POOL],
     check=_private_nodes,
-    remediation="Set private_cluster_config.enable_private_nodes and give the VPC a Cloud NAT.",
+    remediation=(
+        "Set private_cluster_config.enable_private_nodes on the cluster and"
+        " network_config.enable_private_nodes on every node pool, and give the VPC a Cloud NAT."
+    ),
 )
 
 

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from preflight import changes
 from preflight.engine import ProgramError, ProgramRun, run_program
+from preflight.fake_reservations import CloudFixtures, FixtureError, assumed_for, load_fixtures
 from preflight.policy_runner import (
     PolicyConfigError,
     PolicyInfo,
@@ -33,7 +34,13 @@ from preflight.report import (
     summarize,
     to_json,
 )
-from preflight.stackfiles import StackFileError, read_project, read_stack, stack_name_from_file
+from preflight.stackfiles import (
+    StackConfigValues,
+    StackFileError,
+    read_project,
+    read_stack,
+    stack_name_from_file,
+)
 from stack_config.errors import InvalidStackConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -54,6 +61,8 @@ class Result:
     """Policy-config entries the CLI accepts but that do nothing (likely typos)."""
     preview: bool = True
     """Computed values were unknown, as in a first `pulumi preview` (else all known)."""
+    notes: list[str] = field(default_factory=list)
+    """What the offline run could not prove (e.g. a reservation it did not read)."""
 
     @property
     def mandatory(self) -> list[Violation]:
@@ -80,6 +89,7 @@ def preflight(
     use_default_policy_config: bool = True,
     known: bool = False,
     previous_outputs: dict[str, Any] | None = None,
+    reservations: Path | None = None,
 ) -> Result:
     """Load config, run the program under mocks, evaluate the policy pack.
 
@@ -88,6 +98,9 @@ def preflight(
     evaluates with every value known (what the policies see after `pulumi up`).
     `previous_outputs` are what the stack's last deployment exported, as the program reads
     them back (none: a stack never deployed).
+    `reservations` is a description of the reservations (and existing clusters) the program's
+    reads find (`preflight.fake_reservations`); without it the stack's reservation is assumed
+    to hold its pool, and a note says so.
 
     Raises StackFileError / InvalidStackConfig / PolicyConfigError (exit 2) and
     ProgramError (exit 1).
@@ -109,6 +122,7 @@ def preflight(
     from policies.pack import PACK_ENFORCEMENT_LEVEL, PACK_NAME, PACK_VERSION, POLICIES
 
     reconciled = reconcile_config(POLICIES, load_policy_config_file(policy_config))
+    fixtures, notes = cloud_fixtures(config, reservations)
     run = run_program(
         project_dir / project.main,
         project.name,
@@ -117,6 +131,7 @@ def preflight(
         zone=config.values.get(f"{project.name}:zone", ""),
         preview=not known,
         previous_outputs=previous_outputs,
+        fixtures=fixtures,
     )
     policies, violations = evaluate(
         run.records, POLICIES, reconciled, PACK_NAME, PACK_VERSION, PACK_ENFORCEMENT_LEVEL
@@ -130,7 +145,40 @@ def preflight(
         seconds=time.perf_counter() - started,
         warnings=list(reconciled.warnings),
         preview=not known,
+        notes=notes,
     )
+
+
+def cloud_fixtures(
+    config: StackConfigValues, reservations: Path | None
+) -> tuple[CloudFixtures, list[str]]:
+    """What the program's reads of the cloud find: the description given, or a reservation
+    assumed to hold the pool (with a note saying the reservation was not read)."""
+    if reservations is not None:
+        return load_fixtures(reservations), []
+    from stack_config import load_stack_config
+
+    cfg = load_stack_config(config.values, config.stack, config.secret_keys)
+    path = cfg.gpu.reservation_path
+    if path is None or not cfg.gpu.check_reservation:
+        return CloudFixtures(), []
+    gpu = cfg.gpu.profile
+    fixtures = assumed_for(
+        name=path.name,
+        block=path.block,
+        sub_block=path.sub_block,
+        zone=cfg.zone,
+        project=cfg.gpu.reservation_project or cfg.project,
+        machine_type=gpu.machine_type,
+        accelerator_type=gpu.accelerator_type,
+        gpus_per_node=gpu.gpus_per_node,
+        nodes=cfg.gpu.max_nodes,
+    )
+    note = (
+        f"reservation {path} was not read (offline): assumed to hold the pool. `pulumi"
+        " preview` reads it and stops when it cannot; --reservations FILE checks a description"
+    )
+    return fixtures, [note]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -172,6 +220,13 @@ def _parser() -> argparse.ArgumentParser:
         " --json report of an earlier preflight; lists what the change recreates and why, and"
         " exits 1 when the program would refuse it (a protected stack)",
     )
+    parser.add_argument(
+        "--reservations",
+        type=Path,
+        help="a JSON description of the reservations (and existing clusters) the program reads"
+        " (see preflight/fake_reservations.py); default: the stack's reservation is assumed to"
+        " hold its pool",
+    )
     parser.add_argument("--quiet", action="store_true", help="print only the result line")
     return parser
 
@@ -198,8 +253,13 @@ def main(
                     f"{args.previous} is stack {before!r}, this is {stack!r}: compare a stack"
                     " with its own earlier configuration"
                 )
-        result = preflight(stack_file, policy_config=args.policy_config, known=args.known)
-    except (StackFileError, PolicyConfigError) as error:
+        result = preflight(
+            stack_file,
+            policy_config=args.policy_config,
+            known=args.known,
+            reservations=args.reservations,
+        )
+    except (StackFileError, PolicyConfigError, FixtureError) as error:
         print(f"preflight: {error}", file=err)
         return EXIT_USAGE
     except InvalidStackConfig as error:
@@ -225,13 +285,20 @@ def main(
             return EXIT_USAGE
     for warning in result.warnings:
         print(f"preflight: warning: {warning}", file=err)
+    for note in result.notes:
+        print(f"preflight: note: {note}", file=err)
     if args.manifests is not None:
         from preflight.manifests import write_manifests
 
         resolved = (
             result
             if args.known
-            else preflight(stack_file, policy_config=args.policy_config, known=True)
+            else preflight(
+                stack_file,
+                policy_config=args.policy_config,
+                known=True,
+                reservations=args.reservations,
+            )
         )
         files = write_manifests(resolved.run, args.manifests)
         print(f"preflight: wrote {len(files)} manifests to {args.manifests}", file=err)

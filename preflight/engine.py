@@ -14,6 +14,7 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from preflight.fake_cloud import FakeCloud
+from preflight.fake_reservations import CloudFixtures
 from preflight.recorder import SECRET_MASK, UNKNOWN_MASK, Record, RecordingMonitor
 from preflight.stackfiles import StackConfigValues
 
@@ -111,6 +112,7 @@ def run_program(
     zone: str = "",
     preview: bool = True,
     previous_outputs: dict[str, Any] | None = None,
+    fixtures: CloudFixtures | None = None,
 ) -> ProgramRun:
     """Execute `main` once against FakeCloud; raise whatever the program raises.
 
@@ -118,11 +120,14 @@ def run_program(
     the cloud computes are unknown. `preview=False` makes every value known, as after `up`.
     `previous_outputs` are the stack's outputs as its last deployment left them (what the
     program reads back about itself); none, as for a stack never deployed, by default.
+    `fixtures` are the reservations and clusters the program's reads find (none: every
+    read is a 404).
     """
     fake = FakeCloud(
         config.values.get("gcp:project", "fake-project"),
         region,
         zone,
+        fixtures=fixtures,
         preview=preview,
         previous_outputs=previous_outputs,
     )

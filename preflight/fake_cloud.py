@@ -15,10 +15,15 @@ from typing import Any
 import pulumi
 from pulumi.runtime.rpc import UNKNOWN
 
+from preflight import fake_reservations
 from preflight.cloud_outputs import CLOUD_FILLED, plan_known
+from preflight.fake_reservations import CloudFixtures
 
 FAKE_PROJECT_NUMBER = "000000000000"
 FAKE_ENDPOINT = "203.0.113.10"
+FAKE_DNS_ENDPOINT = "gke-00000000000000000000000000000000-000000000000.{region}.gke.goog"
+"""GKE's DNS-based endpoint has this shape (`gke-<id>-<project number>.<region>.gke.goog`);
+zeros, like the fake project number, so nobody mistakes it for a real one."""
 FAKE_LUSTRE_IP = "192.0.2.10"
 FAKE_CA = base64.b64encode(b"FAKE CERTIFICATE - preflight").decode()
 _COMPUTE = "https://www.googleapis.com/compute/v1/"
@@ -60,6 +65,8 @@ class FakeCloud(pulumi.runtime.Mocks):
         *,
         endpoint: str = FAKE_ENDPOINT,
         ca: str = FAKE_CA,
+        dns_endpoint: str | None = None,
+        fixtures: CloudFixtures | None = None,
         preview: bool = False,
         previous_outputs: dict[str, Any] | None = None,
     ) -> None:
@@ -71,6 +78,10 @@ class FakeCloud(pulumi.runtime.Mocks):
         self.zone = zone
         self.endpoint = endpoint
         self.ca = ca
+        self.dns_endpoint = dns_endpoint
+        """The cluster's DNS name; default FAKE_DNS_ENDPOINT in the cluster's region."""
+        self.fixtures = fixtures or CloudFixtures()
+        """The reservations and existing clusters it knows (none: every read is a 404)."""
         self.preview = preview
         """Answer as a first `pulumi preview` does: computed values (and every output of a
         Kubernetes resource, whose provider's kubeconfig is not known yet) are unknown."""
@@ -117,9 +128,15 @@ class FakeCloud(pulumi.runtime.Mocks):
             return self._kubernetes(name, outputs)
         return f"fake-id-{name}"
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[Any, Any]:  # type: ignore[override]
-        """Answer the invokes the program makes."""
-        return self.call_result(args.token, dict(args.args))
+    def call(  # type: ignore[override]
+        self, args: pulumi.runtime.MockCallArgs
+    ) -> dict[Any, Any] | tuple[dict[Any, Any], list[tuple[str, str]]]:
+        """Answer the invokes the program makes; a read of something that is not there fails
+        the invoke, as a provider's 404 does (the program's invoke raises)."""
+        try:
+            return self.call_result(args.token, dict(args.args))
+        except fake_reservations.NotFoundError as error:
+            return {}, [("name", str(error))]
 
     def call_result(self, token: str, args: dict[str, Any]) -> dict[str, Any]:
         """What an invoke returns (the fields the program reads)."""
@@ -132,6 +149,8 @@ class FakeCloud(pulumi.runtime.Mocks):
         if token == "gcp:organizations/getProject:getProject":  # noqa: S105 - a token name
             project = args.get("projectId") or self.project
             return {"projectId": project, "number": FAKE_PROJECT_NUMBER, "name": project}
+        if token in fake_reservations.TOKENS:
+            return fake_reservations.answer(self.fixtures, token, args, self.project)
         if token == "gcp:organizations/getClientConfig:getClientConfig":  # noqa: S105
             return {
                 "project": self.project,
@@ -200,6 +219,15 @@ class FakeCloud(pulumi.runtime.Mocks):
             "clusterCaCertificate": self.ca,
         }
         outputs.setdefault("masterVersion", "1.35.0-gke.0")
+        # GKE names every cluster's DNS-based endpoint, whether or not it takes external traffic.
+        endpoints = outputs.get("controlPlaneEndpointsConfig")
+        endpoints = dict(endpoints) if isinstance(endpoints, dict) else {}
+        dns = endpoints.get("dnsEndpointConfig")
+        endpoints["dnsEndpointConfig"] = {
+            **(dns if isinstance(dns, dict) else {}),
+            "endpoint": self.dns_endpoint or FAKE_DNS_ENDPOINT.format(region=location),
+        }
+        outputs["controlPlaneEndpointsConfig"] = endpoints
         outputs["selfLink"] = (
             f"https://container.googleapis.com/v1/projects/{self.project}/locations/{location}"
             f"/clusters/{gcp_name}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -42,8 +42,14 @@ class Gke:
         return pulumi.ResourceOptions(providers=[self.k8s_provider])
 
 
-def build_gke(cfg: StackConfig, nets: Networks, labels: Mapping[str, str]) -> Gke:
-    """Cluster, system pool, GPU pool and, for RDMA GPUs, the in-cluster network objects."""
+def build_gke(
+    cfg: StackConfig,
+    nets: Networks,
+    labels: Mapping[str, str],
+    apis: Sequence[pulumi.Resource] = (),
+) -> Gke:
+    """Cluster, system pool, GPU pool and, for RDMA GPUs, the in-cluster network objects. The
+    cluster (and so every pool and Kubernetes object) waits for `apis`."""
     gpu = cfg.gpu.profile
     maintenance = cfg.cluster.maintenance
     cluster = GkeCluster(
@@ -51,6 +57,7 @@ def build_gke(cfg: StackConfig, nets: Networks, labels: Mapping[str, str]) -> Gk
         GkeClusterArgs(
             project=cfg.project,
             region=cfg.region,
+            zone=cfg.zone,
             name=cfg.names.cluster,
             node_service_account_id=cfg.names.node_service_account,
             network=nets.primary.network_name,
@@ -63,6 +70,7 @@ def build_gke(cfg: StackConfig, nets: Networks, labels: Mapping[str, str]) -> Gk
                 AuthorizedCidr(name=n.name, cidr=str(n.cidr))
                 for n in cfg.network.authorized_networks
             ],
+            dns_endpoint=cfg.network.control_plane_endpoint == "dns",
             maintenance=MaintenancePlan(
                 window_start=maintenance.window_start,
                 window_end=maintenance.window_end,
@@ -78,6 +86,7 @@ def build_gke(cfg: StackConfig, nets: Networks, labels: Mapping[str, str]) -> Gk
             gke_ray_addon=cfg.ray.operator == "gke-addon",
             protect=cfg.protect,
             labels=labels,
+            apis=apis,
         ),
     )
     system = cfg.cluster.system_pool
@@ -112,6 +121,7 @@ def build_gke(cfg: StackConfig, nets: Networks, labels: Mapping[str, str]) -> Gk
             placement=cfg.gpu.placement,
             driver_version=cfg.gpu.driver_version,
             additional_networks=nets.node_networks,
+            max_pods_per_node=cfg.gpu.max_pods_per_node,
             labels=labels,
         ),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -31,8 +32,9 @@ class Networks:
     """The GPU pool's extra NICs in slot order: gVNIC first, then rdma-0..N."""
 
 
-def build_networks(cfg: StackConfig) -> Networks:
-    """Cluster VPC always; gVNIC and RoCE VPCs when the GPU has those NICs (not on L4)."""
+def build_networks(cfg: StackConfig, apis: Sequence[pulumi.Resource] = ()) -> Networks:
+    """Cluster VPC always; gVNIC and RoCE VPCs when the GPU has those NICs (not on L4). Each
+    VPC (and so everything on it, Lustre included) waits for `apis`."""
     gpu = cfg.gpu.profile
     primary = PrimaryNetwork(
         "primary",
@@ -44,6 +46,7 @@ def build_networks(cfg: StackConfig) -> Networks:
             pods_cidr=cfg.network.pods_cidr,
             services_cidr=cfg.network.services_cidr,
             mtu=cfg.network.mtu,
+            apis=apis,
         ),
     )
     gvnic = (
@@ -54,6 +57,7 @@ def build_networks(cfg: StackConfig) -> Networks:
                 names=cfg.names,
                 cidr=cfg.network.gvnic_cidr,
                 mtu=cfg.network.mtu,
+                apis=apis,
             ),
         )
         if extra_gvnic_networks(gpu)
@@ -67,6 +71,7 @@ def build_networks(cfg: StackConfig) -> Networks:
                 names=cfg.names,
                 network_profile=cfg.network_profile,
                 cidrs=cfg.rdma_cidrs,
+                apis=apis,
             ),
         )
         if gpu.rdma_nics

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -58,7 +58,11 @@ class Volumes:
 
 
 def build_cloud_storage(
-    cfg: StackConfig, nets: Networks, gke: Gke, labels: Mapping[str, str]
+    cfg: StackConfig,
+    nets: Networks,
+    gke: Gke,
+    labels: Mapping[str, str],
+    apis: Sequence[pulumi.Resource] = (),
 ) -> CloudStorage:
     """Lustre depends only on the VPC, never on the cluster or its pools: the slowest
     resource of the stack is created in parallel with GKE. Only the bucket's grant to the
@@ -88,7 +92,7 @@ def build_cloud_storage(
         # The Ray pods' KSA, by its Workload Identity principal (no GSA, no key).
         principal = project_number.apply(
             lambda number: workload_principal(
-                number, cfg.project, cfg.ray.namespace, cfg.ray.service_account
+                number, cfg.project, cfg.ray.namespace, cfg.workload_service_account
             )
         )
         bucket = TrainingBucket(
@@ -102,6 +106,7 @@ def build_cloud_storage(
                 reader_writers=[principal],
                 principals_exist_after=[gke.cluster],
                 labels=labels,
+                apis=apis,
             ),
         )
     return CloudStorage(lustre=lustre, bucket=bucket, project_number=project_number)
@@ -115,7 +120,7 @@ def build_volumes(cfg: StackConfig, storage: CloudStorage, gke: Gke) -> Volumes:
             project=cfg.project,
             project_number=storage.project_number,
             namespace=cfg.ray.namespace,
-            service_account=cfg.ray.service_account,
+            service_account=cfg.workload_service_account,
             pool_exists_after=[gke.cluster],
         ),
         opts=gke.k8s_opts,

@@ -6,13 +6,14 @@ plan's room for the pool, the job's size) sit with that config.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Literal, Self, cast
 
 from pydantic import Field, model_validator
 
 from planning.catalog import Capacity, GpuProfile, GpuType, profile
+from planning.cidrs import GPU_MAX_PODS_PER_NODE
+from planning.reservations import ReservationPath, parse_reservation
 from planning.versions import VERSIONS
 from stack_config.base import PROJECT_ID_PATTERN, ConfigModel, check_bounds
 from stack_config.errors import ConfigProblem
@@ -20,8 +21,8 @@ from stack_config.errors import ConfigProblem
 MAX_NODES_PER_POOL_ZONE = 1000
 """GKE quota: nodes per node pool per zone (https://cloud.google.com/kubernetes-engine/quotas)."""
 
-RESERVATION_PATTERN = re.compile(
-    r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?(/reservationBlocks/[a-z0-9-]+)?$"
+RESERVATION_FORMS = (
+    "NAME, NAME/reservationBlocks/BLOCK or NAME/reservationBlocks/BLOCK/reservationSubBlocks/SUB"
 )
 DriverVersion = Literal["DEFAULT", "LATEST"]
 
@@ -56,16 +57,31 @@ class GpuConfig(ConfigModel):
     )
     reservation: str | None = Field(
         None,
-        description="Reservation NAME or NAME/reservationBlocks/BLOCK; required exactly when"
-        " capacity is reservation.",
+        description=f"Reservation {RESERVATION_FORMS}; required exactly when capacity is"
+        " reservation.",
     )
     reservation_project: str | None = Field(
         None,
         pattern=PROJECT_ID_PATTERN,
         description="Project that owns a shared reservation (omit for the stack's own project).",
     )
+    check_reservation: bool = Field(
+        True,
+        description="Read the reservation (and its block or sub-block) during the preview and"
+        " stop the plan when its machine type, GPUs, zone or free VMs cannot hold the pool. Needs"
+        " compute.reservations.get on the reservation's project (and container.clusters.get)."
+        " false skips the check, e.g. for an identity that may not read a shared reservation.",
+    )
     placement: Literal["compact", "none"] = Field(
         "none", description="compact asks GCE to place the nodes close together (single zone)."
+    )
+    max_pods_per_node: int = Field(
+        GPU_MAX_PODS_PER_NODE,
+        ge=8,
+        le=256,
+        description="Pods per GPU node; sets each node's share of the pods range (32 -> a /26)."
+        " Fixed when the pool is created: a pool made before the 32 default keeps GKE's 110 (set"
+        " 110 here so the address plan is checked as it is); changing it later needs a new pool.",
     )
     driver_version: DriverVersion = Field(
         cast(DriverVersion, VERSIONS.gpu_driver_version.value),
@@ -76,6 +92,11 @@ class GpuConfig(ConfigModel):
     def profile(self) -> GpuProfile:
         """The catalog row for this GPU type."""
         return profile(self.type)
+
+    @property
+    def reservation_path(self) -> ReservationPath | None:
+        """The reservation named, with its block and sub-block (None without one)."""
+        return parse_reservation(self.reservation) if self.reservation else None
 
     @property
     def max_nodes(self) -> int:
@@ -102,7 +123,7 @@ class GpuConfig(ConfigModel):
                 ("reservation",),
                 "required when capacity is 'reservation'",
                 "pulumi config set --path 'nemo-rl-gke:gpu.reservation' RESERVATION_NAME"
-                " (or NAME/reservationBlocks/BLOCK)",
+                " (or NAME/reservationBlocks/BLOCK[/reservationSubBlocks/SUB])",
             )
         if self.capacity != "reservation" and self.reservation:
             yield ConfigProblem(
@@ -111,10 +132,10 @@ class GpuConfig(ConfigModel):
                 " Spot and flex-start VMs cannot consume reservations)",
                 "remove gpu.reservation or set gpu.capacity to reservation",
             )
-        if self.reservation and not RESERVATION_PATTERN.match(self.reservation):
+        if self.reservation and parse_reservation(self.reservation) is None:
             yield ConfigProblem(
                 ("reservation",),
-                f"{self.reservation!r} is not NAME or NAME/reservationBlocks/BLOCK",
+                f"{self.reservation!r} is not {RESERVATION_FORMS}",
                 "use the reservation's short name, not a URL (the project goes in"
                 " gpu.reservationProject)",
             )

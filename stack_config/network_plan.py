@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from ipaddress import IPv4Network
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator
 
 from planning.catalog import extra_gvnic_networks
 from planning.cidrs import (
+    DEFAULT_MAX_PODS_PER_NODE,
     consecutive_subnets,
     duplicates,
     overlaps,
@@ -92,7 +93,15 @@ class NetworkConfig(ConfigModel):
     )
     authorized_networks: list[AuthorizedNetwork] = Field(
         default_factory=list,
-        description="CIDRs allowed to reach the control plane (list of {name, cidr}).",
+        description="CIDRs allowed to reach the control plane's IP endpoint (list of"
+        " {name, cidr}).",
+    )
+    control_plane_endpoint: Literal["dns", "ip"] = Field(
+        "dns",
+        description="How Pulumi (and the kubeconfig and getCredentialsCommand outputs) reach the"
+        " control plane: dns - GKE's DNS-based endpoint, authorized by IAM"
+        " (container.clusters.connect), reachable from CI runners that have no fixed address;"
+        " ip - the IP endpoint, only from network.authorizedNetworks.",
     )
 
     @field_validator("psa_cidr")
@@ -226,13 +235,18 @@ def _capacity_problems(
             f" {all_nodes} ({gpu_nodes} GPU + {system_pool_max} system)",
             f"use a /{prefix_for(all_nodes)} or larger",
         )
+    # GKE gives every node a power-of-two block of the pods range at least twice its maximum
+    # pods: a /26 per GPU node at 32 pods, a /24 per system node at GKE's default 110.
     pods = network.pods_cidr
-    needed = all_nodes * pod_range_per_node()
+    gpu_block = pod_range_per_node(gpu.max_pods_per_node)
+    system_block = pod_range_per_node(DEFAULT_MAX_PODS_PER_NODE)
+    needed = gpu_nodes * gpu_block + system_pool_max * system_block
     if pods.num_addresses < needed:
         yield ConfigProblem(
             ("network", "podsCidr"),
-            f"{pods} gives {pods.num_addresses // pod_range_per_node()} nodes their pod"
-            f" range ({pod_range_per_node()} addresses each for 110 pods), but the pools can"
-            f" scale to {all_nodes}",
-            f"use a /{32 - math.ceil(math.log2(needed))} or larger",
+            f"{pods} holds {pods.num_addresses} pod addresses, but the pools at their maximum"
+            f" take {needed}: {gpu_nodes} GPU nodes x {gpu_block} (gpu.maxPodsPerNode"
+            f" {gpu.max_pods_per_node}) + {system_pool_max} system nodes x {system_block}"
+            f" ({DEFAULT_MAX_PODS_PER_NODE} pods)",
+            f"use a /{32 - math.ceil(math.log2(needed))} or larger, or lower gpu.maxPodsPerNode",
         )

@@ -90,10 +90,13 @@ class RayConfig(ConfigModel):
         pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
         description="Kubernetes namespace of the RayCluster, its volumes and secrets.",
     )
-    service_account: str = Field(
-        "generic-ksa",
+    service_account: str | None = Field(
+        None,
         pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
-        description="Kubernetes service account of the Ray pods (bound through Workload Identity).",
+        description="Kubernetes service account of the Ray pods, bound through Workload Identity"
+        " (default <name>-workload: the stack's own; every cluster of a project shares one"
+        " identity pool, so two stacks with the same namespace and account would be one"
+        " principal with shared grants).",
     )
     cluster_name: str = Field(
         "nemo-rl",

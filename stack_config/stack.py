@@ -59,6 +59,11 @@ class StackConfig(ConfigModel):
     labels: dict[str, str] = Field(
         default_factory=dict, description="Extra labels put on every labelable resource."
     )
+    enable_apis: bool = Field(
+        True,
+        description="Enable the Google APIs the stack uses (projects.Service, never disabled on"
+        " destroy) before anything that calls them; false leaves them to the project owner.",
+    )
     gpu: GpuConfig = Field(description="GPU node pool.")
     network: NetworkConfig = Field(default_factory=NetworkConfig, description="Address plan.")
     lustre: LustreConfig = Field(default_factory=LustreConfig, description="Managed Lustre.")
@@ -73,6 +78,11 @@ class StackConfig(ConfigModel):
     def names(self) -> Names:
         """GCP names derived from the base name."""
         return Names(self.name)
+
+    @property
+    def workload_service_account(self) -> str:
+        """The Ray pods' Kubernetes service account: configured, or the stack's own."""
+        return self.ray.service_account or self.names.workload_service_account
 
     @property
     def rdma_cidrs(self) -> list[IPv4Network]:
@@ -111,7 +121,12 @@ class StackConfig(ConfigModel):
 
     def required_gke_minimums(self) -> dict[str, str]:
         """Every GKE minimum this stack depends on, keyed by the reason."""
-        needs = {f"{self.gpu.profile.machine_type} GPUs": self.gpu.profile.min_gke_version}
+        needs = {
+            f"{self.gpu.profile.machine_type} GPUs": self.gpu.profile.min_gke_version,
+            "the KUBELET and CADVISOR metrics the cluster sends to Cloud Monitoring": (
+                VERSIONS.gke_min_kubelet_cadvisor_metrics.value
+            ),
+        }
         if self.gpu.capacity == "flex-start":
             needs["flex-start"] = VERSIONS.gke_min_flex_start.value
         if self.lustre.enabled and not self.lustre.gke_support:

@@ -29,10 +29,11 @@ from typing import Any
 import yaml
 
 from planning.catalog import GpuProfile
+from planning.cidrs import DEFAULT_MAX_PODS_PER_NODE
 from planning.kube import ACCELERATOR_LABEL, GKE_AUTH_PLUGIN, GPU_TAINT_KEY
 from planning.verify import GATE_LABEL
 from testbed.cluster_pieces import build_all
-from testbed.pki import Pki, ensure_pki
+from testbed.pki import Pki, ensure_pki, write_trust_bundle
 from testbed.processes import Processes
 from testbed.shared import shared_dir
 
@@ -160,11 +161,13 @@ def _node(
     memory_gib: int,
     gpus: int = 0,
     taints: list[dict[str, str]] | None = None,
+    pods: int = DEFAULT_MAX_PODS_PER_NODE,
 ) -> dict[str, Any]:
     capacity = {
         "cpu": str(cpu),
         "memory": f"{memory_gib}Gi",
-        "pods": "110",
+        # What the pool's maxPodsPerNode makes GKE's kubelet report.
+        "pods": str(pods),
         "ephemeral-storage": "500Gi",
     }
     if gpus:
@@ -219,6 +222,7 @@ def stack_nodes(stack: str) -> list[dict[str, Any]]:
                 int(gpu.memory_gb * GIB_PER_GB),
                 gpus=gpu.gpus_per_node,
                 taints=[taint],
+                pods=cfg.gpu.max_pods_per_node,
             )
         )
     return nodes
@@ -252,7 +256,9 @@ def _write_env(cluster: Cluster, pki: Pki) -> None:
         "# Written by `make local-cluster`: the local control plane's stand-ins.\n"
         f'export PATH="{BIN}:$PATH"\n'
         f"export NEMO_RL_GKE_STANDIN_ENDPOINT={cluster.endpoint}\n"
-        f'export NEMO_RL_GKE_STANDIN_CA_FILE="{pki.ca}"\n',
+        f'export NEMO_RL_GKE_STANDIN_CA_FILE="{pki.ca}"\n'
+        "# The stand-in's DNS endpoint is this API server; GKE's has a public certificate.\n"
+        f'export SSL_CERT_FILE="{write_trust_bundle(pki)}"\n',
         encoding="utf-8",
     )
 
@@ -265,7 +271,9 @@ def local_environ(base: dict[str, str] | None = None) -> dict[str, str]:
         raise SystemExit("the local cluster is not running: make local-cluster")
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env["NEMO_RL_GKE_STANDIN_ENDPOINT"] = cluster.endpoint
-    env["NEMO_RL_GKE_STANDIN_CA_FILE"] = str(Pki(ROOT / "pki").ca)
+    pki = Pki(ROOT / "pki")
+    env["NEMO_RL_GKE_STANDIN_CA_FILE"] = str(pki.ca)
+    env["SSL_CERT_FILE"] = str(write_trust_bundle(pki))
     return env
 
 

@@ -23,6 +23,11 @@ class Pki:
         return self.root / "ca.crt"
 
     @property
+    def trust_bundle(self) -> Path:
+        """The machine's public roots plus this CA (see `write_trust_bundle`)."""
+        return self.root / "trust.pem"
+
+    @property
     def serving_cert(self) -> Path:
         """The API server's certificate (127.0.0.1, localhost, kubernetes.default...)."""
         return self.root / "apiserver.crt"
@@ -65,6 +70,34 @@ USERS = {
     "kwok": "system:masters",
     "kuberay-operator": "system:masters",
 }
+
+
+def write_trust_bundle(pki: Pki) -> Path:
+    """The machine's public roots with the local CA appended, for SSL_CERT_FILE.
+
+    GKE serves a cluster's DNS-based endpoint with a publicly trusted certificate, so a
+    kubeconfig for it names no CA and its clients check the system's roots. In the test bed
+    the stand-in's DNS endpoint is this API server (`localhost`, in its certificate); the
+    bundle lets the real Kubernetes provider trust it that way, while every other TLS client
+    started with it keeps the public roots it had.
+    """
+    import os
+    import ssl
+
+    # The roots this machine's TLS clients use: its SSL_CERT_FILE when set (a proxy's CA may be
+    # in it), else OpenSSL's default bundle.
+    system = Path(
+        os.environ.get("SSL_CERT_FILE")
+        or ssl.get_default_verify_paths().cafile
+        or "/etc/ssl/certs/ca-certificates.crt"
+    )
+    if system == pki.trust_bundle and system.is_file():
+        return system  # already ours (the env file was sourced): it holds both
+    roots = system.read_text(encoding="utf-8") if system.is_file() else ""
+    bundle = roots.rstrip("\n") + "\n" + pki.ca.read_text(encoding="utf-8")
+    if not pki.trust_bundle.exists() or pki.trust_bundle.read_text(encoding="utf-8") != bundle:
+        pki.trust_bundle.write_text(bundle.lstrip("\n"), encoding="utf-8")
+    return pki.trust_bundle
 
 
 def _openssl(*args: str, cwd: Path) -> None:

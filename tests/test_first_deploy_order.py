@@ -16,7 +16,7 @@ import pytest
 from preflight.cli import Result
 from preflight.recorder import Record
 from tests.conftest import committed
-from tests.harness import STACKS
+from tests.harness import STACKS, stack_data
 
 IAM_MEMBER_TYPES = (
     "gcp:projects/iAMMember:IAMMember",
@@ -109,3 +109,46 @@ def test_lustre_still_starts_without_waiting_for_the_cluster() -> None:
     cluster = named(result, "gke-cluster").urn
     assert cluster not in waits[lustre]
     assert lustre not in waits[cluster]
+
+
+SERVICE = "gcp:projects/service:Service"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_cloud_resource_waits_for_the_apis(stack: str) -> None:
+    """In a fresh project the APIs are off: a VPC, cluster or bucket created before its API
+    is enabled fails the first `up`. Every GCP resource waits for every API the stack enables
+    (through the network, the cluster or an explicit dependency)."""
+    result = committed(stack)
+    waits = closure(result)
+    services = [r for r in result.run.records if r.type == SERVICE]
+    assert services
+    for record in result.run.records:
+        if not record.custom or not record.type.startswith("gcp:") or record.type == SERVICE:
+            continue
+        for service in services:
+            assert service.urn in waits[record.urn], (
+                f"{record.name} may start before {service.name}"
+            )
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_apis_enabled_are_the_ones_the_plan_calls(stack: str) -> None:
+    """The list is derived from what the program creates: every resource type's API is
+    enabled, and every API enabled serves a resource here or something that runs after."""
+    from planning.apis import RUNTIME_APIS, api_of
+
+    result = committed(stack)
+    enabled = {r.inputs["service"] for r in result.run.records if r.type == SERVICE}
+    used = {
+        r.type: api_of(r.type)
+        for r in result.run.records
+        if r.custom and r.type.startswith("gcp:") and r.type != SERVICE
+    }
+    assert None not in used.values(), [t for t, api in used.items() if api is None]
+    assert enabled == set(used.values()) | set(RUNTIME_APIS)
+    for record in result.run.records:
+        if record.type == SERVICE:
+            # destroying one stack never turns an API off under another stack
+            assert record.inputs["disableOnDestroy"] is False
+            assert record.inputs["project"] == stack_data(stack)["config"]["gcp:project"]

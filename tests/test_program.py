@@ -15,7 +15,7 @@ from planning.ray import gib_shell_setup
 from preflight.cli import Result
 from preflight.stackfiles import read_project, read_stack
 from stack_config import load_stack_config
-from tests.harness import REPO, by_name, children, run_stack, variant
+from tests.harness import REPO, by_name, children, run_stack, stack_data, variant
 
 NETWORK_TYPES = {
     "nemo:network:PrimaryNetwork",
@@ -106,6 +106,7 @@ def test_b200_and_h200_pools_follow_the_catalog(b200: Result, h200: Result) -> N
         assert node["guestAccelerators"][0]["count"] == 8.0
         assert node["reservationAffinity"]["consumeReservationType"] == "SPECIFIC_RESERVATION"
         assert node["diskType"] == "hyperdisk-balanced"
+        assert by_name(result)["gpu-pool"].inputs["maxPodsPerNode"] == 32.0
         ds = by_name(result)["gpu-net-gib-installer"].inputs["spec"]["template"]["spec"]
         values = ds["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
             "nodeSelectorTerms"
@@ -358,7 +359,7 @@ def test_head_runs_on_the_system_pool_with_the_pinned_image(b200: Result) -> Non
     assert spec["rayVersion"] == VERSIONS.ray_version.value
     head = spec["headGroupSpec"]["template"]["spec"]
     assert head["nodeSelector"] == {"nemo-rl-gke/pool": "system"}
-    assert head["serviceAccountName"] == "generic-ksa"
+    assert head["serviceAccountName"] == "nemo-rl-b200-workload"  # the stack's own KSA
     (container,) = head["containers"]
     assert container["image"] == VERSIONS.nemo_rl_image.value
     assert container["resources"]["limits"] == {"cpu": "12", "memory": "96Gi"}  # S5's head
@@ -540,3 +541,70 @@ def test_lustre_on_a_gpu_without_extra_nics_keeps_multi_nic(tmp_path: Path) -> N
     lustre = cluster["addonsConfig"]["lustreCsiDriverConfig"]
     assert lustre["enabled"] is True
     assert "disableMultiNic" not in lustre
+
+
+def _iam_bindings(result: Result) -> set[tuple[str, str, str]]:
+    """(project or bucket, role, member) of every IAM binding the stack declares."""
+    bindings = set()
+    for record in result.run.records:
+        if record.type in (
+            "gcp:projects/iAMMember:IAMMember",
+            "gcp:storage/bucketIAMMember:BucketIAMMember",
+        ):
+            inputs = record.inputs
+            where = str(inputs.get("project") or inputs.get("bucket"))
+            bindings.add((where, str(inputs["role"]), str(inputs["member"])))
+    return bindings
+
+
+def test_two_stacks_in_one_project_share_no_iam_binding(b200: Result, h200: Result) -> None:
+    """b200 and h200 live in the same project. A binding both declared would be one binding
+    in GCP, and `pulumi destroy` of either stack would remove it from the other."""
+    assert (
+        stack_data("b200")["config"]["gcp:project"] == stack_data("h200")["config"]["gcp:project"]
+    )
+    b200_bindings, h200_bindings = _iam_bindings(b200), _iam_bindings(h200)
+    assert b200_bindings
+    assert h200_bindings
+    assert b200_bindings.isdisjoint(h200_bindings), b200_bindings & h200_bindings
+
+
+def test_the_workload_principal_is_the_stack_s_own(b200: Result) -> None:
+    """The principal names the project's pool, namespace and KSA, never the cluster; the KSA
+    is the stack's own (<name>-workload), so is the principal."""
+    ksa = by_name(b200)["workload-ksa"].inputs["metadata"]["name"]
+    assert ksa == "nemo-rl-b200-workload"
+    members = {m for _, _, m in _iam_bindings(b200) if m.startswith("principal://")}
+    assert members == {
+        "principal://iam.googleapis.com/projects/000000000000/locations/global/"
+        "workloadIdentityPools/my-gcp-project-prod.svc.id.goog/subject/ns/nemo-rl/sa/"
+        "nemo-rl-b200-workload"
+    }
+
+
+def test_enable_apis_false_leaves_the_apis_to_the_project_owner(tmp_path: Path) -> None:
+    result = run_stack("dev", tmp_path, variant("dev", {"nemo-rl-gke:enableApis": False}))
+    assert [r for r in result.run.records if r.type == "gcp:projects/service:Service"] == []
+    assert by_name(result)["gke-cluster"].inputs["name"] == "nemo-rl-dev"
+
+
+def test_stacks_reach_the_control_plane_on_its_dns_endpoint_by_default(
+    b200: Result, tmp_path: Path
+) -> None:
+    """A CI runner has no fixed address for the authorized networks: by default Pulumi talks
+    to the cluster through GKE's DNS-based endpoint (IAM-authorized)."""
+    cluster = by_name(b200)["gke-cluster"].inputs
+    assert cluster["controlPlaneEndpointsConfig"]["dnsEndpointConfig"] == {
+        "allowExternalTraffic": True
+    }
+    assert b200.run.exports["getCredentialsCommand"].value.endswith(" --dns-endpoint")
+    kubeconfig = json.loads(by_name(b200)["gke-k8s"].raw_inputs["kubeconfig"]["value"])
+    assert kubeconfig["clusters"][0]["cluster"] == {
+        "server": "https://gke-00000000000000000000000000000000-000000000000.us-central1.gke.goog"
+    }
+    network = {**stack_data("b200")["config"]["nemo-rl-gke:network"], "controlPlaneEndpoint": "ip"}
+    ip = run_stack("b200", tmp_path, variant("b200", {"nemo-rl-gke:network": network}))
+    assert by_name(ip)["gke-cluster"].inputs["controlPlaneEndpointsConfig"] == {
+        "dnsEndpointConfig": {"allowExternalTraffic": False}
+    }
+    assert not ip.run.exports["getCredentialsCommand"].value.endswith("--dns-endpoint")

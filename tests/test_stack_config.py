@@ -129,7 +129,8 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "reservation-url",
         {"gpu": gpu(reservation="projects/p/reservations/r")},
         "nemo-rl-gke:gpu.reservation",
-        "is not NAME or NAME/reservationBlocks/BLOCK",
+        "is not NAME, NAME/reservationBlocks/BLOCK or NAME/reservationBlocks/BLOCK/"
+        "reservationSubBlocks/SUB",
     ),
     (
         "reservation-project-alone",
@@ -331,6 +332,16 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         {"cluster": {"minVersion": "1.33.2-gke.4700000"}, "lustre": {"enabled": True}},
         "nemo-rl-gke:cluster.minVersion",
         "older than 1.33.2-gke.4780000",
+    ),
+    (
+        # L4's own minimum (1.27.2) is older than the Ray workers' KUBELET/CADVISOR metrics.
+        "version-too-old-for-kubelet-metrics",
+        {
+            "gpu": {"type": "l4", "capacity": "spot", "autoscaling": {"min": 0, "max": 1}},
+            "cluster": {"minVersion": "1.28"},
+        },
+        "nemo-rl-gke:cluster.minVersion",
+        "older than 1.29.3-gke.1093000, the minimum for the KUBELET and CADVISOR metrics",
     ),
     (
         "version-malformed",
@@ -564,7 +575,8 @@ def test_a_1000_node_b200_plans_with_ranges_that_hold_it() -> None:
             "/22",
         ),
         ({"primaryCidr": "10.0.0.0/23"}, "nemo-rl-gke:network.primaryCidr", "/22"),
-        ({"podsCidr": "10.4.0.0/16"}, "nemo-rl-gke:network.podsCidr", "/14"),
+        # 1000 GPU nodes x a /26 (32 pods) + 3 system nodes x a /24 (110 pods) = 64768
+        ({"podsCidr": "10.4.0.0/17"}, "nemo-rl-gke:network.podsCidr", "/16"),
     ],
 )
 def test_a_range_too_small_for_the_pool_exits_naming_it_and_the_size_it_needs(
@@ -575,3 +587,21 @@ def test_a_range_too_small_for_the_pool_exits_naming_it_and_the_size_it_needs(
     assert f"use a {needed} or larger" in err.fix
     # The same ranges hold a small pool.
     load_stack_config(values(network=network, **gpu_nodes(2)), "b200")
+
+
+def test_gpu_nodes_take_a_26_of_the_pods_range_at_32_pods() -> None:
+    """At GKE's default 110 pods every node took a /24, and the default /14 held the 1000-node
+    pool with 21 nodes to spare; at 32 pods per GPU node a /16 holds it."""
+    cfg = load_stack_config(values(network={"podsCidr": "10.4.0.0/16"}, **gpu_nodes(1000)), "b200")
+    assert cfg.gpu.max_pods_per_node == 32
+
+
+def test_a_pool_kept_at_110_pods_is_checked_at_110() -> None:
+    """A pool created before the 32 default keeps 110 pods per node (GKE cannot change it in
+    place); the stack says so and the plan is checked as it really is."""
+    err = error_for(
+        values(gpu=gpu(nodes=1000, maxPodsPerNode=110), network={"podsCidr": "10.4.0.0/16"})
+    )
+    assert err.key == "nemo-rl-gke:network.podsCidr"
+    assert "1000 GPU nodes x 256 (gpu.maxPodsPerNode 110)" in err.problem
+    assert "use a /14 or larger" in err.fix

@@ -32,6 +32,10 @@ class Variant:
     """Top-level stack keys replaced."""
     program: str = ""
     """Python appended to __main__.py (names of __main__ in scope)."""
+    reservation_stops_it: bool = False
+    """Where the reservation can be read (the real CLI, whose stand-in describes the committed
+    placeholders; preflight given the same description) the program's own reservation check
+    stops this plan before any resource is registered, so no policy gets to judge it."""
 
     def stack_config(self) -> dict[str, Any]:
         """The variant's full stack config."""
@@ -67,6 +71,7 @@ VARIANTS: tuple[Variant, ...] = (
                 "nodes": 3,
             }
         },
+        reservation_stops_it=True,
     ),
     Variant(
         "unprotected-lustre",

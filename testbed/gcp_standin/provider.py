@@ -16,8 +16,9 @@ version. It speaks the real provider protocol (the Python SDK's provider server)
   cluster endpoint and CA, a Lustre mount point, from the same table preflight's mocks use);
   during a preview every output the real provider always fills (its schema's required and
   computed outputs, read from the SDK's output types) and the program did not set is unknown;
-- the invokes the program makes (`getProject`, `getClientConfig`) are answered with every
-  field of the SDK's result type.
+- the invokes the program makes (`getProject`, `getClientConfig`, and the reads of the GPU
+  reservation and the cluster, from a description: `invokes`) are answered with every field of
+  the SDK's result type.
 
 It cannot prove that Google's APIs accept a request, that values are valid beyond their type
 (a malformed CIDR passes), or that a resource reads back as it was written: `Read` returns the
@@ -47,7 +48,8 @@ from pulumi.runtime.proto import provider_pb2_grpc
 
 from preflight import bridge_diff
 from preflight.fake_cloud import FAKE_CA, FAKE_ENDPOINT, FakeCloud
-from testbed.gcp_standin import replace_facts, types_model
+from preflight.fake_reservations import NotFoundError
+from testbed.gcp_standin import invokes, replace_facts, types_model
 
 VERSION = "10.2.0"
 """The pulumi-gcp release this stands in for (the SDK's pulumi-plugin.json)."""
@@ -111,6 +113,21 @@ def marshalable(value: PropertyValue) -> PropertyValue:
     return value
 
 
+def dns_endpoint(ip_endpoint: str | None) -> str | None:
+    """The cluster's DNS name in the test bed: NEMO_RL_GKE_STANDIN_DNS_ENDPOINT, else the local
+    API server by name (`localhost:PORT`, a name its certificate holds), else preflight's fake.
+
+    GKE serves the DNS endpoint with a publicly trusted certificate, so the kubeconfig names no
+    CA; the test bed makes the local CA trusted instead (SSL_CERT_FILE, testbed.local_cluster).
+    """
+    configured = os.environ.get("NEMO_RL_GKE_STANDIN_DNS_ENDPOINT")
+    if configured:
+        return configured
+    if ip_endpoint and ip_endpoint.startswith("127.0.0.1:"):
+        return "localhost:" + ip_endpoint.split(":", 1)[1]
+    return None
+
+
 def token_of(urn: str) -> str:
     """The resource type of a URN (`...::parent$child::name` -> the child's type)."""
     return urn.split("::")[2].rsplit("$", 1)[-1]
@@ -140,12 +157,14 @@ class GcpStandIn(p.Provider):
             import base64
 
             ca = base64.b64encode(Path(ca_file).read_bytes()).decode()
+        endpoint = os.environ.get("NEMO_RL_GKE_STANDIN_ENDPOINT")
         return FakeCloud(
             self.project,
             self.region,
             self.zone,
-            endpoint=os.environ.get("NEMO_RL_GKE_STANDIN_ENDPOINT", FAKE_ENDPOINT),
+            endpoint=endpoint or FAKE_ENDPOINT,
             ca=ca,
+            dns_endpoint=dns_endpoint(endpoint),
         )
 
     async def check_config(self, request: p.CheckRequest) -> p.CheckResponse:
@@ -274,18 +293,33 @@ class GcpStandIn(p.Provider):
             master_auth = master_auth if isinstance(master_auth, dict) else {}
             properties["endpoint"] = wrap(current.endpoint)
             properties["masterAuth"] = wrap({**master_auth, "clusterCaCertificate": current.ca})
+            if current.dns_endpoint and "controlPlaneEndpointsConfig" in properties:
+                endpoints = plain(properties["controlPlaneEndpointsConfig"])
+                endpoints = endpoints if isinstance(endpoints, dict) else {}
+                dns = endpoints.get("dnsEndpointConfig") or {}
+                endpoints["dnsEndpointConfig"] = {**dns, "endpoint": current.dns_endpoint}
+                properties["controlPlaneEndpointsConfig"] = wrap(endpoints)
         return p.ReadResponse(
             resource_id=request.resource_id, properties=properties, inputs=request.inputs
         )
 
     async def invoke(self, request: p.InvokeRequest) -> p.InvokeResponse:
-        """Answer getProject / getClientConfig with every field of the SDK's result type."""
+        """Answer getProject / getClientConfig and the reservation and cluster reads
+        (`invokes`) with every field of the SDK's result type; a read of what is not there
+        fails."""
         failures = types_model.check_invoke(request.tok, request.args)
         log(f"Invoke {request.tok}: {len(failures)} failure(s)")
         if failures:
             return p.InvokeResponse(failures=_failures(failures))
         args = {k: plain(v) for k, v in request.args.items()}
-        result = self._answer(request.tok, args)
+        if request.tok in invokes.TOKENS:
+            try:
+                result = invokes.answer_read(request.tok, args, self.project)
+            except NotFoundError as error:
+                log(f"  {error}")
+                return p.InvokeResponse(failures=[p.CheckFailure("name", str(error))])
+        else:
+            result = self._answer(request.tok, args)
         expected = types_model.result_names(types_model.function_signature(request.tok).result)
         missing = expected - set(result)
         extra = set(result) - expected

@@ -30,6 +30,7 @@ def args(**changes: Any) -> GkeClusterArgs:
     base: dict[str, Any] = {
         "project": "test-project",
         "region": "us-central1",
+        "zone": "us-central1-b",
         "name": "nrl",
         "node_service_account_id": "nrl-nodes",
         "network": "net-link",
@@ -73,6 +74,10 @@ def test_cluster_inputs_follow_the_sample_scripts() -> None:
     }
     c = records["gke-cluster"].inputs
     assert c["location"] == "us-central1"  # regional control plane
+    # ... whose temporary default pool starts in the GPU zone, not the region's default zones;
+    # a cluster created before the pin keeps its locations (no update of an existing one)
+    assert c["nodeLocations"] == ["us-central1-b"]
+    assert set(records["gke-cluster"].ignore_changes) == {"nodeConfig", "nodeLocations"}
     assert (c["network"], c["subnetwork"]) == ("net-link", "sub-link")
     assert c["networkingMode"] == "VPC_NATIVE"
     assert c["ipAllocationPolicy"] == {
@@ -97,7 +102,15 @@ def test_cluster_inputs_follow_the_sample_scripts() -> None:
     assert addons["lustreCsiDriverConfig"] == {"enabled": True, "enableLegacyLustrePort": False}
     assert addons["gcsFuseCsiDriverConfig"] == {"enabled": True}
     assert "rayOperatorConfigs" not in addons
-    assert "DCGM" in c["monitoringConfig"]["enableComponents"]
+    # What a platform engineer reads about Ray workers, beside GKE's own and DCGM's metrics.
+    assert c["monitoringConfig"]["enableComponents"] == [
+        "SYSTEM_COMPONENTS",
+        "POD",
+        "KUBELET",
+        "CADVISOR",
+        "STORAGE",
+        "DCGM",
+    ]
     assert c["monitoringConfig"]["managedPrometheus"]["enabled"] is True
     assert c["deletionProtection"] is True
     assert records["gke-cluster"].protect is True
@@ -105,7 +118,7 @@ def test_cluster_inputs_follow_the_sample_scripts() -> None:
     # the default pool is created with our account, never the Compute default one
     assert c["nodeConfig"]["serviceAccount"] == "nrl-nodes@test-project.iam.gserviceaccount.com"
     assert out["pool"] == "test-project.svc.id.goog"
-    assert out["cmd"] == (
+    assert out["cmd"].startswith(
         "gcloud container clusters get-credentials nrl"
         " --location us-central1 --project test-project"
     )
@@ -171,7 +184,7 @@ def test_kubeconfig_is_a_secret_exec_config_without_credentials() -> None:
     assert user["exec"]["command"] == "gke-gcloud-auth-plugin"
     assert "token" not in user
     assert "client-key-data" not in user
-    assert config["clusters"][0]["cluster"]["server"] == "https://203.0.113.10"  # fake endpoint
+    assert config["clusters"][0]["cluster"]["server"].endswith(".gke.goog")  # fake DNS name
 
 
 @pytest.mark.parametrize(("legacy", "ray"), [(True, False), (False, True)])
@@ -193,3 +206,41 @@ def test_unprotected_cluster_for_dev() -> None:
 def test_legacy_port_without_lustre_csi_is_rejected() -> None:
     with pytest.raises(pulumi.InputPropertyError):
         args(lustre_csi=False, legacy_lustre_port=True)
+
+
+def _kubeconfig(out: dict[str, Any]) -> dict[str, Any]:
+    config = json.loads(out["kubeconfig"])
+    assert isinstance(config, dict)
+    return config
+
+
+def test_ci_reaches_the_control_plane_on_its_dns_endpoint() -> None:
+    """GitHub-hosted runners have no fixed address to authorize; GKE's DNS-based endpoint is
+    authorized by IAM (container.clusters.connect) instead. Pulumi's kubeconfig and the
+    credentials command use its name, and name no CA (its certificate is publicly trusted)."""
+    records, out = build(args())
+    c = records["gke-cluster"].inputs
+    assert c["controlPlaneEndpointsConfig"] == {"dnsEndpointConfig": {"allowExternalTraffic": True}}
+    # the IP endpoint stays, for the authorized networks
+    assert c["privateClusterConfig"]["enablePrivateEndpoint"] is False
+    assert c["masterAuthorizedNetworksConfig"]["cidrBlocks"]
+    (cluster,) = _kubeconfig(out)["clusters"]
+    assert cluster["cluster"] == {
+        "server": "https://gke-00000000000000000000000000000000-000000000000.us-central1.gke.goog"
+    }
+    assert out["cmd"] == (
+        "gcloud container clusters get-credentials nrl"
+        " --location us-central1 --project test-project --dns-endpoint"
+    )
+
+
+def test_the_ip_endpoint_is_a_choice() -> None:
+    records, out = build(args(dns_endpoint=False))
+    c = records["gke-cluster"].inputs
+    assert c["controlPlaneEndpointsConfig"] == {
+        "dnsEndpointConfig": {"allowExternalTraffic": False}
+    }
+    (cluster,) = _kubeconfig(out)["clusters"]
+    assert cluster["cluster"]["server"] == "https://203.0.113.10"
+    assert cluster["cluster"]["certificate-authority-data"]
+    assert not out["cmd"].endswith("--dns-endpoint")

@@ -14,7 +14,7 @@ import pulumi
 import pytest
 
 from components import GpuNodePool, GpuNodePoolArgs, SystemNodePool, SystemNodePoolArgs
-from planning.catalog import GPU_CATALOG
+from planning.catalog import GPU_CATALOG, GpuType
 from preflight.cli import Result
 from tests.harness import by_name, run_component
 
@@ -98,9 +98,28 @@ def test_b200_reservation_pool() -> None:
     assert out["gpus"] == 8
 
 
+def test_gpu_nodes_run_32_pods() -> None:
+    """A /26 of the pods range per GPU node instead of GKE's default /24 (110 pods)."""
+    pool, _ = pool_inputs(gpu_args())
+    assert pool["maxPodsPerNode"] == 32.0
+    pool, _ = pool_inputs(gpu_args(max_pods_per_node=110))
+    assert pool["maxPodsPerNode"] == 110.0
+
+
 def test_nine_additional_networks_in_order() -> None:
     pool, _ = pool_inputs(gpu_args())
     assert pool["networkConfig"]["additionalNodeNetworkConfigs"] == NETS
+
+
+@pytest.mark.parametrize("gpu", ["b200", "l4"])
+def test_gpu_pools_say_private_nodes_themselves(gpu: GpuType) -> None:
+    """A networkConfig block without enablePrivateNodes is sent with false, which gives the
+    nodes external IPs whatever the cluster says (Terraform's expandNodeNetworkConfig)."""
+    changes: dict[str, Any] = {"gpu": GPU_CATALOG[gpu]}
+    if gpu == "l4":
+        changes.update(capacity="spot", reservation=None, additional_networks=[])
+    pool, _ = pool_inputs(gpu_args(**changes))
+    assert pool["networkConfig"]["enablePrivateNodes"] is True
 
 
 def test_reservation_block_and_shared_reservation_paths() -> None:
@@ -199,6 +218,7 @@ def test_system_pool() -> None:
     assert pool["nodeLocations"] == ["us-central1-b"]
     assert pool["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
     assert "guestAccelerators" not in pool["nodeConfig"]
+    assert pool["networkConfig"] == {"enablePrivateNodes": True}
     assert out == {"nemo-rl-gke/pool": "system"}
 
 
@@ -208,5 +228,7 @@ def test_gpu_pool_ignores_drift_on_fields_that_would_replace_it(b200: Result) ->
     assert set(pool.ignore_changes) == {
         "nodeConfig.ephemeralStorageLocalSsdConfig",
         "initialNodeCount",
+        # 32 pods per node is new: pools created at GKE's 110 keep it instead of being replaced
+        "maxPodsPerNode",
     }
     assert pool.inputs["nodeConfig"]["ephemeralStorageLocalSsdConfig"]["localSsdCount"] == 32.0

@@ -407,12 +407,15 @@ def test_a_protected_stack_refuses_a_change_that_recreates_the_gpu_pool(
 
 
 def test_a_changed_kubeconfig_replaces_no_kubernetes_object(b200: str, tmp_path: Path) -> None:
-    """The cluster's endpoint changes form (localhost instead of 127.0.0.1, as after an IP
-    rotation): the kubeconfig changes, the provider is updated, nothing is replaced."""
+    """The cluster's endpoints change form (its IP endpoint localhost instead of 127.0.0.1,
+    as after an IP rotation, and its DNS endpoint - the one the kubeconfig names - 127.0.0.1
+    instead of localhost): the kubeconfig changes, the provider is updated, nothing is
+    replaced."""
     cluster = local_cluster.load()
     assert cluster is not None
     env = environ()
     env["NEMO_RL_GKE_STANDIN_ENDPOINT"] = f"localhost:{cluster.api_port}"
+    env["NEMO_RL_GKE_STANDIN_DNS_ENDPOINT"] = f"127.0.0.1:{cluster.api_port}"
     must(pulumi(b200, "refresh", "--yes", env=env))
     log = tmp_path / "events.jsonl"
     env["PULUMI_DEBUG_COMMANDS"] = "true"
@@ -731,7 +734,14 @@ def test_a_chart_version_bump_reapplies_the_crds_before_the_upgrade(
     apply) completes before the Helm release is upgraded. Shown with a second local chart."""
     workspace: Workspace = make_workspace(tmp_path)
     env = local_cluster.local_environ(workspace.env())
-    for key in ("PATH", "NEMO_RL_GKE_STANDIN_ENDPOINT", "NEMO_RL_GKE_STANDIN_CA_FILE"):
+    # SSL_CERT_FILE: the kubeconfig names the cluster's DNS endpoint and no CA; the test bed's
+    # trust bundle is what makes the local API server trusted there.
+    for key in (
+        "PATH",
+        "NEMO_RL_GKE_STANDIN_ENDPOINT",
+        "NEMO_RL_GKE_STANDIN_CA_FILE",
+        "SSL_CERT_FILE",
+    ):
         workspace.extra_env[key] = env[key]
     chart = local_cluster.kuberay_chart()
     workspace.init("dev")

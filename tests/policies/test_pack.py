@@ -109,8 +109,9 @@ def good_pool(**changes: Any) -> dict[str, Any]:
         "nodeCount": 2.0,
         "management": {"autoRepair": True, "autoUpgrade": True},
         "networkConfig": {
+            "enablePrivateNodes": True,
             "additionalNodeNetworkConfigs": [{"network": "gvnic-net", "subnetwork": "gvnic-sub"}]
-            + [{"network": "rdma-net", "subnetwork": f"rdma-sub-{i}"} for i in range(8)]
+            + [{"network": "rdma-net", "subnetwork": f"rdma-sub-{i}"} for i in range(8)],
         },
         "nodeConfig": {
             "machineType": "a4-highgpu-8g",
@@ -435,7 +436,7 @@ CASES = [
     ),
     Case(
         sec.gke_private_nodes,
-        compliant=[cluster()],
+        compliant=[cluster(), pool()],
         violating=[cluster(privateClusterConfig={"enablePrivateNodes": False})],
         message="gives nodes public IPs",
         missing=[record(CLUSTER, "c", {})],
@@ -646,3 +647,25 @@ def test_gpu_pool_must_sit_in_the_roce_profiles_zone() -> None:
 def test_roce_network_needs_one_subnet_per_nic() -> None:
     violations = run(topo.gpu_pool_nics, rdma_fabric(subnets=7))
     assert any("has 7 subnets; a4-highgpu-8g has 8 RDMA NICs" in v.message for v in violations)
+
+
+@pytest.mark.parametrize(
+    "network_config",
+    [
+        # the GPU pool's block before private nodes were set explicitly: the provider sends
+        # enablePrivateNodes false with it, overriding the cluster
+        {"additionalNodeNetworkConfigs": [{"network": "gvnic-net", "subnetwork": "gvnic-sub"}]},
+        {"enablePrivateNodes": False},
+        None,
+    ],
+)
+def test_a_pool_that_does_not_say_private_nodes_is_stopped(
+    network_config: dict[str, Any] | None,
+) -> None:
+    violations = run(sec.gke_private_nodes, [cluster(), pool(networkConfig=network_config)])
+    assert [v.message for v in violations] == [
+        "NodePool 'gpu-pool': gives its nodes public IPs unless networkConfig.enablePrivateNodes"
+        " is true (the provider sends false for a pool that leaves it out, overriding the"
+        " cluster)"
+    ]
+    assert violations[0].enforcement_level == "mandatory"

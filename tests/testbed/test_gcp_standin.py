@@ -371,3 +371,126 @@ def test_without_the_shared_table_the_stand_in_refuses_to_plan(
             replace_facts.load()
     finally:
         replace_facts.load.cache_clear()
+
+
+@pytest.mark.parametrize("stack", ["dev", "b200", "h200"])
+def test_every_gcp_resource_of_the_committed_stacks_passes_the_stand_in_s_check(
+    stack: str,
+) -> None:
+    """The inputs the program sends, checked against pulumi-gcp 10.2.0's own types without the
+    engine: a misspelt input (say `dnsEndpointConfig.allowExternalTrafic`) fails here first."""
+    from tests.conftest import committed
+
+    # The program runs under mocks on the thread's event loop; asyncio.run above closed it.
+    asyncio.set_event_loop(asyncio.new_event_loop())
+    records = [r for r in committed(stack).run.records if r.custom and r.type.startswith("gcp:")]
+    assert len(records) > 20
+    for record in records:
+        inputs = PropertyValue.unmarshal_map(record.object)
+        response = asyncio.run(
+            GcpStandIn().check(p.CheckRequest(urn(record.type, record.name), {}, inputs, b""))
+        )
+        assert response.failures in (None, []), (record.name, response.failures)
+
+
+def test_a_cluster_s_dns_endpoint_is_the_local_api_server_by_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In the test bed the DNS name is `localhost` (in the API server's certificate); a
+    refresh reads it as it is now, like the IP endpoint."""
+    monkeypatch.setenv("NEMO_RL_GKE_STANDIN_ENDPOINT", "127.0.0.1:6443")
+    standin = configured()
+    inputs = props(
+        {
+            "name": "c",
+            "location": "us-central1",
+            "controlPlaneEndpointsConfig": {"dnsEndpointConfig": {"allowExternalTraffic": True}},
+        }
+    )
+    created = asyncio.run(standin.create(p.CreateRequest(urn(CLUSTER, "c"), inputs, 60, False)))
+    assert plain(created.properties["controlPlaneEndpointsConfig"]) == {
+        "dnsEndpointConfig": {"allowExternalTraffic": True, "endpoint": "localhost:6443"}
+    }
+    monkeypatch.setenv("NEMO_RL_GKE_STANDIN_ENDPOINT", "127.0.0.1:7443")
+    read = asyncio.run(
+        standin.read(p.ReadRequest(urn(CLUSTER, "c"), "id", created.properties, inputs))
+    )
+    assert plain(read.properties["controlPlaneEndpointsConfig"])["dnsEndpointConfig"] == {
+        "allowExternalTraffic": True,
+        "endpoint": "localhost:7443",
+    }
+
+
+def test_reservation_reads_answer_from_the_description_or_fail_as_a_404(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    description = tmp_path / "r.json"
+    description.write_text(
+        '{"reservations": [{"name": "res-a", "zone": "us-central1-b",'
+        ' "machineType": "a4-highgpu-8g", "accelerators": [{"type": "nvidia-b200", "count": 8}],'
+        ' "count": 4, "inUse": 1, "blocks": [{"name": "b1", "count": 4, "inUse": 1}]}]}'
+    )
+    monkeypatch.setenv("NEMO_RL_GKE_STANDIN_RESERVATIONS", str(description))
+    standin = configured()
+    for token, args, checks in (
+        (
+            "gcp:compute/getReservation:getReservation",
+            {"name": "res-a", "zone": "us-central1-b"},
+            {"name": "res-a"},
+        ),
+        (
+            "gcp:compute/getReservationBlock:getReservationBlock",
+            {"name": "b1", "reservation": "res-a", "zone": "us-central1-b"},
+            {"blockCount": 4, "inUseCount": 1},
+        ),
+    ):
+        answer = asyncio.run(standin.invoke(p.InvokeRequest(token, props(args))))
+        result = {k: plain(v) for k, v in (answer.return_value or {}).items()}
+        assert set(result) == types_model.result_names(types_model.function_signature(token).result)
+        for key, value in checks.items():
+            assert result[key] == value
+    missing = asyncio.run(
+        standin.invoke(
+            p.InvokeRequest(
+                "gcp:compute/getReservation:getReservation",
+                props({"name": "res-a", "zone": "us-central1-c"}),
+            )
+        )
+    )
+    assert missing.return_value is None
+    assert [f.reason for f in missing.failures] == [
+        "googleapi: Error 404: The resource 'projects/proj-123456/zones/us-central1-c/"
+        "reservations/res-a' was not found, notFound"
+    ]
+    cluster = asyncio.run(
+        standin.invoke(
+            p.InvokeRequest(
+                "gcp:container/getCluster:getCluster",
+                props({"name": "c", "location": "us-central1"}),
+            )
+        )
+    )
+    assert "was not found" in cluster.failures[0].reason
+
+
+@pytest.mark.parametrize("stack", ["b200", "h200"])
+def test_the_default_description_holds_each_committed_stack_s_reservation(stack: str) -> None:
+    """The stand-in's default answers describe the committed placeholders at the size their
+    policy configs record, so the committed stacks plan as they are."""
+    import json
+
+    import yaml
+
+    from preflight.fake_reservations import load_fixtures
+    from testbed.gcp_standin.invokes import DEFAULT_FIXTURES
+
+    config = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())["config"]
+    gpu = config["nemo-rl-gke:gpu"]
+    sizes = json.loads((REPO / "policies" / "config" / f"{stack}.json").read_text())
+    (described,) = [
+        r for r in load_fixtures(DEFAULT_FIXTURES).reservations if r.name == gpu["reservation"]
+    ]
+    assert described.zone == config["nemo-rl-gke:zone"]
+    assert described.project == config["gcp:project"]
+    assert described.count == sizes["gpu-reservation-size"]["reservations"][gpu["reservation"]]
+    assert described.count >= gpu["nodes"]

@@ -113,10 +113,12 @@ def test_fake_nodes_are_shaped_like_the_stack_s_pools(
     gpu = [n for n in nodes if n["metadata"]["labels"]["nemo-rl-gke/pool"] == "gpu"]
     assert len(system) == 3  # the system pool's maximum
     assert system[0]["status"]["allocatable"]["cpu"] == "16"
+    assert system[0]["status"]["allocatable"]["pods"] == "110"  # GKE's default
     assert len(gpu) == gpu_nodes
     for node in gpu:
         assert node["metadata"]["labels"]["cloud.google.com/gke-accelerator"] == accelerator
         assert node["status"]["allocatable"]["nvidia.com/gpu"] == str(gpus)
+        assert node["status"]["allocatable"]["pods"] == "32"  # the pool's maxPodsPerNode
         assert node["spec"]["taints"] == [
             {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
         ]
@@ -143,3 +145,23 @@ def test_the_agent_applies_the_crd_job_s_command_on_local_files(tmp_path: Path) 
     container["args"].extend(["-f", f"{base}/ray.io_rayservices.yaml"])
     with pytest.raises(FileNotFoundError, match=r"ray\.io_rayservices\.yaml has no local copy"):
         crd_apply_args(container, tmp_path)
+
+
+def test_the_trust_bundle_keeps_the_machine_s_roots_and_adds_the_local_ca(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stand-in's DNS endpoint is the local API server, trusted like GKE's public
+    certificate would be: through the roots. The machine's own roots (a proxy's CA in its
+    SSL_CERT_FILE) stay, so nothing else the test bed starts loses TLS."""
+    from testbed.pki import Pki, write_trust_bundle
+
+    pki = Pki(tmp_path)
+    pki.ca.write_text("-----BEGIN CERTIFICATE-----\nlocal\n-----END CERTIFICATE-----\n")
+    machine = tmp_path / "machine.pem"
+    machine.write_text("-----BEGIN CERTIFICATE-----\nproxy\n-----END CERTIFICATE-----\n")
+    monkeypatch.setenv("SSL_CERT_FILE", str(machine))
+    bundle = write_trust_bundle(pki).read_text()
+    assert "proxy" in bundle
+    assert bundle.endswith("-----BEGIN CERTIFICATE-----\nlocal\n-----END CERTIFICATE-----\n")
+    monkeypatch.setenv("SSL_CERT_FILE", str(pki.trust_bundle))  # the env file was sourced
+    assert write_trust_bundle(pki).read_text() == bundle

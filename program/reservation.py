@@ -1,0 +1,185 @@
+"""Read the GPU pool's reservation before anything is planned, and stop when it cannot hold it.
+
+Runs before any resource is registered: the invokes go to the gcp provider during `pulumi
+preview` as during `up` (preflight and the engine test bed answer them from a description,
+`preflight.fake_reservations`). A reservation that does not exist in the GPU zone, reserves
+another machine type or other GPUs, or has too few free VMs stops the plan with one line that
+names `nemo-rl-gke:gpu.reservation` - instead of a pool GKE accepts and never fills.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pulumi_gcp as gcp
+
+from planning.catalog import GPU_CATALOG
+from planning.naming import PROJECT
+from planning.reservations import (
+    Capacity,
+    PoolDemand,
+    ReservationPath,
+    ReservationSeen,
+    fit_problems,
+    last_segment,
+)
+from stack_config import InvalidStackConfig, StackConfig
+
+KEY = f"{PROJECT}:gpu.reservation"
+_NOT_FOUND = re.compile(r"\b404\b|not ?found", re.IGNORECASE)
+_API_OFF = re.compile(r"SERVICE_DISABLED|accessNotConfigured|has not been used", re.IGNORECASE)
+
+
+def _missing(error: Exception) -> bool:
+    return bool(_NOT_FOUND.search(str(error)))
+
+
+def check_reservation(cfg: StackConfig) -> None:
+    """Raise InvalidStackConfig (naming gpu.reservation) when the reservation cannot hold the
+    pool; do nothing for pools without one or with `gpu.checkReservation: false`."""
+    path = cfg.gpu.reservation_path
+    if path is None or not cfg.gpu.check_reservation:
+        return
+    owner = cfg.gpu.reservation_project or cfg.project
+    gpu = cfg.gpu.profile
+    seen = _read(path, owner, cfg.zone)
+    demand = PoolDemand(
+        machine_type=gpu.machine_type,
+        accelerator_type=gpu.accelerator_type,
+        gpus_per_node=gpu.gpus_per_node,
+        nodes=cfg.gpu.max_nodes,
+        zone=cfg.zone,
+        current_nodes=_current_nodes(cfg),
+    )
+    problems = fit_problems(path, demand, seen)
+    if problems:
+        raise InvalidStackConfig(
+            KEY,
+            f"reservation {path} (project {owner}) cannot hold the GPU pool: it"
+            f" {'; it '.join(problems)}",
+            _fix(seen, demand),
+        )
+
+
+def _read(path: ReservationPath, owner: str, zone: str) -> ReservationSeen:
+    try:
+        reservation = gcp.compute.get_reservation(name=path.name, zone=zone, project=owner)
+    except Exception as error:  # the provider's error, whatever its class
+        raise _unreadable(path, owner, zone, error) from None
+    specifics = list(reservation.specific_reservations or [])
+    if not reservation.name or not specifics:
+        raise InvalidStackConfig(
+            KEY,
+            f"reservation {path.name} was not found in zone {zone} of project {owner}, or it"
+            " reserves no specific VMs",
+            _fix_not_found(owner, zone),
+        )
+    specific = specifics[0]
+    properties = list(specific.instance_properties or [])
+    machine = str(properties[0].machine_type or "") if properties else ""
+    accelerators = tuple(
+        (str(a.accelerator_type), int(a.accelerator_count))
+        for a in (properties[0].guest_accelerators or [] if properties else [])
+    )
+    capacity = Capacity(int(specific.count or 0), int(specific.in_use_count or 0))
+    try:
+        if path.sub_block and path.block:
+            sub = gcp.compute.get_reservation_sub_block(
+                name=path.sub_block,
+                reservation=path.name,
+                reservation_block=path.block,
+                zone=zone,
+                project=owner,
+            )
+            capacity = Capacity(int(sub.sub_block_count or 0), int(sub.in_use_count or 0))
+        elif path.block:
+            block = gcp.compute.get_reservation_block(
+                name=path.block, reservation=path.name, zone=zone, project=owner
+            )
+            capacity = Capacity(int(block.block_count or 0), int(block.in_use_count or 0))
+    except Exception as error:
+        raise _unreadable(path, owner, zone, error) from None
+    return ReservationSeen(
+        zone=str(reservation.zone or zone),
+        machine_type=machine,
+        accelerators=accelerators,
+        capacity=capacity,
+    )
+
+
+def _current_nodes(cfg: StackConfig) -> int:
+    """Nodes the stack's GPU pool has now (they are among the reservation's VMs in use); 0 when
+    the cluster does not exist yet, or the project has no GKE API (so no cluster)."""
+    try:
+        cluster = gcp.container.get_cluster(
+            name=cfg.names.cluster, location=cfg.region, project=cfg.project
+        )
+    except Exception as error:
+        if _missing(error) or _API_OFF.search(str(error)):
+            return 0
+        raise InvalidStackConfig(
+            KEY,
+            f"could not read cluster {cfg.names.cluster} to count the GPU nodes it already"
+            f" has: {_first_line(error)}",
+            "give the identity container.clusters.get (roles/container.viewer), or set"
+            " gpu.checkReservation to false",
+        ) from None
+    pool_name = f"gpu-{cfg.gpu.profile.key}"
+    for pool in cluster.node_pools or []:
+        if pool.name == pool_name:
+            zones = max(1, len(pool.node_locations or []))
+            return int(pool.node_count or 0) * zones
+    return 0
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+def _unreadable(
+    path: ReservationPath, owner: str, zone: str, error: Exception
+) -> InvalidStackConfig:
+    if _missing(error):
+        where = (
+            f"block {path.block} / sub-block {path.sub_block} of reservation {path.name}"
+            if path.sub_block
+            else f"block {path.block} of reservation {path.name}"
+            if path.block
+            else f"reservation {path.name}"
+        )
+        return InvalidStackConfig(
+            KEY,
+            f"{where} was not found in zone {zone} of project {owner}",
+            _fix_not_found(owner, zone),
+        )
+    return InvalidStackConfig(
+        KEY,
+        f"reservation {path} could not be read in zone {zone} of project {owner}:"
+        f" {_first_line(error)}",
+        f"give the identity compute.reservations.get on project {owner} (roles/compute.viewer)"
+        " and enable compute.googleapis.com, or set gpu.checkReservation to false",
+    )
+
+
+def _fix_not_found(owner: str, zone: str) -> str:
+    return (
+        f"gcloud compute reservations list --project {owner} shows the reservations and"
+        f" their zones (this stack's GPU zone is {zone}): correct gpu.reservation, nemo-rl-gke:zone"
+        " or gpu.reservationProject; blocks: gcloud compute reservations blocks list NAME"
+        f" --zone {zone}"
+    )
+
+
+def _fix(seen: ReservationSeen, demand: PoolDemand) -> str:
+    reserved = last_segment(seen.machine_type)
+    if reserved != demand.machine_type:
+        matching = [key for key, row in GPU_CATALOG.items() if row.machine_type == reserved]
+        hint = f", or set gpu.type to {matching[0]} (what it reserves)" if matching else ""
+        return (
+            f"name a reservation of {demand.machine_type} in {demand.zone} (gpu.reservation){hint}"
+        )
+    return (
+        f"name a reservation (or block) of {demand.machine_type} in {demand.zone} with room for"
+        " the pool (gpu.reservation), or lower gpu.nodes / gpu.autoscaling.max to what it holds"
+    )

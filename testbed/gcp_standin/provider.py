@@ -142,6 +142,22 @@ def _failures(found: list[types_model.Failure]) -> list[p.CheckFailure]:
     return [p.CheckFailure(f.property, f.reason) for f in found]
 
 
+def _computed_inside(given: Any, computed: Any, prior: Any) -> Any:
+    """An input value with the fields the cloud adds inside it: the prior state's value where
+    there is one (an update), else unknown (a create); what the program set stays as set, as
+    Terraform plans an attribute that is Computed only."""
+    if isinstance(given, dict) and isinstance(computed, dict):
+        before = prior if isinstance(prior, dict) else {}
+        merged = dict(given)
+        for key, value in computed.items():
+            if key in given:
+                merged[key] = _computed_inside(given[key], value, before.get(key))
+            else:
+                merged[key] = before.get(key, UNKNOWN)
+        return merged
+    return given
+
+
 class GcpStandIn(p.Provider):
     """Checks inputs against pulumi-gcp's types and plays the cloud's side of a create."""
 
@@ -240,9 +256,26 @@ class GcpStandIn(p.Provider):
                 known[key] = labels if labels is not None else wrap({})
         return known
 
-    def _preview(self, token: str, inputs: Mapping[str, PropertyValue]) -> dict[str, PropertyValue]:
-        """A create's outputs during a preview: inputs, what the plan knows, unknowns."""
+    def _preview(
+        self,
+        token: str,
+        name: str,
+        inputs: Mapping[str, PropertyValue],
+        prior: Mapping[str, PropertyValue] | None = None,
+    ) -> dict[str, PropertyValue]:
+        """A create's or update's outputs during a preview: inputs, what the plan knows, and
+        what the cloud computes inside an input block (a cluster's DNS endpoint name) as the
+        prior state has it on an update, unknown on a create, as Terraform plans a computed
+        attribute of a nested block."""
         outputs = {k: marshalable(v) for k, v in inputs.items()}
+        echoed = {k: plain(v) for k, v in inputs.items()}
+        computed = dict(echoed)
+        self._cloud().compute_outputs(token, name, computed)
+        before = {k: plain(v) for k, v in (prior or {}).items()}
+        for key, given in echoed.items():
+            if key in computed and computed[key] != given:
+                merged = _computed_inside(given, computed[key], before.get(key))
+                outputs[key] = wrap(merged, secret=inputs[key].is_secret)
         for key, value in self._planned(token, inputs).items():
             outputs.setdefault(key, value)
         for key in types_model.always_set_outputs(token) - set(outputs):
@@ -255,7 +288,7 @@ class GcpStandIn(p.Provider):
         if request.preview:
             log(f"Preview of create {token} {name!r}")
             return p.CreateResponse(
-                resource_id=None, properties=self._preview(token, request.properties)
+                resource_id=None, properties=self._preview(token, name, request.properties)
             )
         resource_id, outputs = self._computed(token, name, request.properties)
         log(f"Create {token} {name!r} -> {resource_id}")
@@ -266,7 +299,7 @@ class GcpStandIn(p.Provider):
         token, name = token_of(request.urn), name_of(request.urn)
         if request.preview:
             log(f"Preview of update {token} {name!r}")
-            outputs = {k: marshalable(v) for k, v in request.news.items()}
+            outputs = self._preview(token, name, request.news, request.olds)
             for key, value in request.olds.items():
                 if key not in request.news and not key.startswith("__"):
                     outputs[key] = marshalable(value)

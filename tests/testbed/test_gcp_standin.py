@@ -421,6 +421,35 @@ def test_a_cluster_s_dns_endpoint_is_the_local_api_server_by_name(
     }
 
 
+
+def test_a_preview_leaves_the_dns_endpoint_name_unknown_on_create_and_as_it_was_on_update(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The DNS name is computed inside a block the program sets: a create's preview must not
+    show it known and empty (the Kubernetes provider then fails on the server `https://`), and
+    an update's preview keeps the name the cluster has."""
+    monkeypatch.setenv("NEMO_RL_GKE_STANDIN_ENDPOINT", "127.0.0.1:6443")
+    standin = configured()
+    inputs = props(
+        {
+            "name": "c",
+            "location": "us-central1",
+            "controlPlaneEndpointsConfig": {"dnsEndpointConfig": {"allowExternalTraffic": True}},
+        }
+    )
+    planned = asyncio.run(standin.create(p.CreateRequest(urn(CLUSTER, "c"), inputs, 60, True)))
+    assert plain(planned.properties["controlPlaneEndpointsConfig"]) == {
+        "dnsEndpointConfig": {"allowExternalTraffic": True, "endpoint": UNKNOWN}
+    }
+    created = asyncio.run(standin.create(p.CreateRequest(urn(CLUSTER, "c"), inputs, 60, False)))
+    update = p.UpdateRequest(
+        urn(CLUSTER, "c"), "id", created.properties, inputs, 60, [], True
+    )
+    updated = asyncio.run(standin.update(update))
+    assert plain(updated.properties["controlPlaneEndpointsConfig"]) == {
+        "dnsEndpointConfig": {"allowExternalTraffic": True, "endpoint": "localhost:6443"}
+    }
+
 def test_reservation_reads_answer_from_the_description_or_fail_as_a_404(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

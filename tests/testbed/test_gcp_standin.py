@@ -421,7 +421,6 @@ def test_a_cluster_s_dns_endpoint_is_the_local_api_server_by_name(
     }
 
 
-
 def test_a_preview_leaves_the_dns_endpoint_name_unknown_on_create_and_as_it_was_on_update(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -442,13 +441,12 @@ def test_a_preview_leaves_the_dns_endpoint_name_unknown_on_create_and_as_it_was_
         "dnsEndpointConfig": {"allowExternalTraffic": True, "endpoint": UNKNOWN}
     }
     created = asyncio.run(standin.create(p.CreateRequest(urn(CLUSTER, "c"), inputs, 60, False)))
-    update = p.UpdateRequest(
-        urn(CLUSTER, "c"), "id", created.properties, inputs, 60, [], True
-    )
+    update = p.UpdateRequest(urn(CLUSTER, "c"), "id", created.properties, inputs, 60, [], True)
     updated = asyncio.run(standin.update(update))
     assert plain(updated.properties["controlPlaneEndpointsConfig"]) == {
         "dnsEndpointConfig": {"allowExternalTraffic": True, "endpoint": "localhost:6443"}
     }
+
 
 def test_reservation_reads_answer_from_the_description_or_fail_as_a_404(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path

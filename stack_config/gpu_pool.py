@@ -15,13 +15,16 @@ from pydantic import Field, model_validator
 from planning.catalog import Capacity, GpuProfile, GpuType, profile
 from planning.versions import VERSIONS
 from stack_config.base import PROJECT_ID_PATTERN, ConfigModel, check_bounds
-from stack_config.errors import ConfigProblem
+from stack_config.errors import ConfigProblem, show
 
 MAX_NODES_PER_POOL_ZONE = 1000
 """GKE quota: nodes per node pool per zone (https://cloud.google.com/kubernetes-engine/quotas)."""
 
+GCE_NAME = r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"
+"""A Compute Engine resource name (RFC 1035, 1-63 characters): reservations, their blocks and
+sub-blocks are all named so (compute v1 API, `reservationBlocks`, `reservationSubBlocks`)."""
 RESERVATION_PATTERN = re.compile(
-    r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?(/reservationBlocks/[a-z0-9-]+)?$"
+    rf"{GCE_NAME}(?:/reservationBlocks/{GCE_NAME}(?:/reservationSubBlocks/{GCE_NAME})?)?"
 )
 DriverVersion = Literal["DEFAULT", "LATEST"]
 
@@ -56,7 +59,9 @@ class GpuConfig(ConfigModel):
     )
     reservation: str | None = Field(
         None,
-        description="Reservation NAME or NAME/reservationBlocks/BLOCK; required exactly when"
+        max_length=250,
+        description="Reservation NAME, NAME/reservationBlocks/BLOCK or"
+        " NAME/reservationBlocks/BLOCK/reservationSubBlocks/SUBBLOCK; required exactly when"
         " capacity is reservation.",
     )
     reservation_project: str | None = Field(
@@ -111,10 +116,12 @@ class GpuConfig(ConfigModel):
                 " Spot and flex-start VMs cannot consume reservations)",
                 "remove gpu.reservation or set gpu.capacity to reservation",
             )
-        if self.reservation and not RESERVATION_PATTERN.match(self.reservation):
+        if self.reservation and not RESERVATION_PATTERN.fullmatch(self.reservation):
             yield ConfigProblem(
                 ("reservation",),
-                f"{self.reservation!r} is not NAME or NAME/reservationBlocks/BLOCK",
+                f"{show(self.reservation)} is not NAME, NAME/reservationBlocks/BLOCK or"
+                " NAME/reservationBlocks/BLOCK/reservationSubBlocks/SUBBLOCK with names GCE"
+                " accepts (1-63 of a-z, 0-9 and -, starting with a letter)",
                 "use the reservation's short name, not a URL (the project goes in"
                 " gpu.reservationProject)",
             )

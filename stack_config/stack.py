@@ -145,6 +145,7 @@ class StackConfig(ConfigModel):
         yield from shared_storage_problems(self.lustre, self.bucket)
         yield from ray_job.job_fits_pool_problems(self.ray, self.gpu)
         yield from gates.smoke_problems(self.verify, self.gpu)
+        yield from gates.threshold_problems(self.verify, self.gpu, self.lustre.enabled)
         yield from ray_job.image_driver_problems(self.gpu)
         yield from address_plan_problems(
             self.network, self.gpu, self.cluster.system_pool.max, self.lustre.enabled

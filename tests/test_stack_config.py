@@ -129,7 +129,7 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "reservation-url",
         {"gpu": gpu(reservation="projects/p/reservations/r")},
         "nemo-rl-gke:gpu.reservation",
-        "is not NAME or NAME/reservationBlocks/BLOCK",
+        "is not NAME, NAME/reservationBlocks/BLOCK or",
     ),
     (
         "reservation-project-alone",

@@ -134,7 +134,11 @@ def hostile(python: str, runs: int) -> None:
 
     print(f"{'hostile stack file':<38} {'exit':>4} {'process s':>10} {'in-process s':>13}")
     with tempfile.TemporaryDirectory() as tmp:
-        for name, data in hostile_stack_files().items():
+        files = hostile_stack_files()
+        warm = Path(tmp) / "Pulumi.warm.yaml"  # imports paid once, not by the first case
+        warm.write_bytes(files["secret-in-a-label"])
+        cli_main(["--stack-file", str(warm), "--quiet"], out=io.StringIO(), err=io.StringIO())
+        for name, data in files.items():
             stack = Path(tmp) / f"Pulumi.{name}.yaml"
             stack.write_bytes(data)
             argv = ["--stack-file", str(stack), "--quiet"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from planning.naming import PROJECT
 from preflight.engine import ProgramError, ProgramRun, run_program
 from preflight.policy_runner import (
     PolicyConfigError,
@@ -33,6 +34,7 @@ from preflight.report import (
     to_json,
 )
 from preflight.stackfiles import StackFileError, read_project, read_stack, stack_name_from_file
+from stack_config import load_stack_config
 from stack_config.errors import InvalidStackConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -90,6 +92,10 @@ def preflight(
         sys.path.insert(0, str(project_dir))
     project = read_project(project_dir)
     config = read_stack(project, stack_file)
+    if project.name == PROJECT:
+        # The program validates its config first thing; doing the same here, before the
+        # Pulumi SDKs are loaded, refuses an invalid stack in a fraction of a second.
+        load_stack_config(config.values, config.stack, config.secret_keys)
     if policy_config is None and use_default_policy_config:
         policy_config = default_policy_config(project_dir, config.stack)
 

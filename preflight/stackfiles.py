@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from preflight.cli_yaml import MAX_FILE_BYTES, GoTime, YamlRefused, go_float, load
+from preflight.cli_values import (
+    UnsupportedValue,
+    contains_secure,
+    encode,
+    is_secure,
+    plain,
+    redacted,
+)
+from preflight.cli_yaml import MAX_FILE_BYTES, GoTime, YamlRefused, load
 from stack_config.errors import show, show_key
-
-SECRET_PLACEHOLDER = "preflight-placeholder-secret"  # noqa: S105 - a fake
-"""Value given to every `secure:` key; tests grep outputs for it to prove nothing leaks."""
 
 STACK_FILE_KEYS = ("config", "environment", "secretsprovider", "encryptedkey", "encryptionsalt")
 """What a stack file may hold (workspace.ProjectStack); the CLI ignores anything else."""
@@ -110,90 +114,6 @@ def config_key(project: str, key: str, file: str) -> str:
     )
 
 
-def _is_secure(value: Any) -> bool:
-    """What the CLI decrypts (config.isSecureValue): a map whose only key is `secure` and
-    whose value is a string. `{secure: 5}` or `{secure: x, other: y}` are plain objects."""
-    return isinstance(value, dict) and len(value) == 1 and isinstance(value.get("secure"), str)
-
-
-def _contains_secure(value: Any) -> bool:
-    if _is_secure(value):
-        return True
-    if isinstance(value, dict):
-        return any(_contains_secure(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_contains_secure(v) for v in value)
-    return False
-
-
-def _redacted(value: Any) -> Any:
-    """The value with every secret replaced, for messages."""
-    if _is_secure(value):
-        return "[secret]"
-    if isinstance(value, dict):
-        return {k: _redacted(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redacted(v) for v in value]
-    if isinstance(value, GoTime):
-        return value.text
-    return value
-
-
-def _plain(value: Any, path: str, file: str) -> Any:
-    """The decrypted value the engine passes (secrets as the placeholder), JSON-ready: Go's
-    text for timestamps, numbers JSON cannot carry refused as the CLI refuses them."""
-    if _is_secure(value):
-        return SECRET_PLACEHOLDER
-    if isinstance(value, dict):
-        return {k: _plain(v, f"{path}.{k}", file) for k, v in sorted(value.items())}
-    if isinstance(value, list):
-        return [_plain(v, f"{path}[{i}]", file) for i, v in enumerate(value)]
-    if isinstance(value, GoTime):
-        return value.text
-    if isinstance(value, float) and not math.isfinite(value):
-        raise StackFileError(
-            f"{file}: {show_key(path)}: {go_float_name(value)} is not a number the CLI can"
-            f" pass on (json: unsupported value: {go_float_name(value)}); write a number or"
-            " quote it"
-        )
-    return value
-
-
-def go_float_name(value: float) -> str:
-    """Go's name of a non-finite float."""
-    if math.isnan(value):
-        return "NaN"
-    return "+Inf" if value > 0 else "-Inf"
-
-
-def _json(value: Any) -> str:
-    """JSON as Go's encoding/json writes the CLI's values (floats in Go's form)."""
-    if isinstance(value, dict):
-        items = (f"{json.dumps(k, ensure_ascii=False)}:{_json(v)}" for k, v in value.items())
-        return "{" + ",".join(items) + "}"
-    if isinstance(value, list):
-        return "[" + ",".join(_json(v) for v in value) + "]"
-    if isinstance(value, float):
-        return go_float(value)
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _encode(value: Any) -> str:
-    """How the engine passes a config value to a program (config.Value.MarshalString): a
-    string raw, a scalar as its JSON text, an object or list as JSON."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""  # the CLI warns and passes an empty string
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return go_float(value)
-    if isinstance(value, int):
-        return str(value)
-    return _json(value)
-
-
 def read_stack(project: ProjectFile, stack_file: Path) -> StackConfigValues:
     """Merge project defaults and the stack file into the engine's config map.
 
@@ -236,9 +156,15 @@ def read_stack(project: ProjectFile, stack_file: Path) -> StackConfigValues:
                 f" ({show_key(full)}); the CLI would keep one of them at random. Keep one"
             )
         written[full] = key
-        given[full] = (raw, _is_secure(raw))
+        given[full] = (raw, is_secure(raw))
         # The CLI refuses a value JSON cannot carry while it loads the file, before any check.
-        values[full] = _encode(_plain(raw, full, file))
+        try:
+            values[full] = encode(plain(raw, full))
+        except UnsupportedValue as err:
+            raise StackFileError(
+                f"{file}: {show_key(err.path)}: {err.name} is not a number the CLI can pass on"
+                f" (json: unsupported value: {err.name}); write a number or quote it"
+            ) from None
 
     missing: list[str] = []
     for key, decl in project.config.items():
@@ -256,9 +182,9 @@ def read_stack(project: ProjectFile, stack_file: Path) -> StackConfigValues:
                 _check_type(file, stack, full, raw, declared)
             continue
         if "default" in declared:
-            values[full] = _encode(declared["default"])
+            values[full] = encode(declared["default"])
         elif "value" in declared:
-            values[full] = _encode(declared["value"])
+            values[full] = encode(declared["value"])
         elif full.split(":", 1)[0] == project.name:
             missing.append(full)
     if missing:
@@ -276,7 +202,7 @@ def read_stack(project: ProjectFile, stack_file: Path) -> StackConfigValues:
             if full.startswith(f"{project.name}:")
             else None
         )
-        if _contains_secure(raw) or (isinstance(decl, dict) and decl.get("secret") is True):
+        if contains_secure(raw) or (isinstance(decl, dict) and decl.get("secret") is True):
             secret_keys.append(full)
 
     disabled = values.get("pulumi:disable-default-providers")
@@ -294,7 +220,7 @@ def _cli_content(value: Any) -> Any:
     """What the CLI type-checks: a scalar as the text it passes on, else the structure."""
     if isinstance(value, dict | list):
         return value
-    return _encode(value.text if isinstance(value, GoTime) else value)
+    return encode(value.text if isinstance(value, GoTime) else value)
 
 
 def _matches(expected: str, items: Any, content: Any) -> bool:
@@ -330,5 +256,5 @@ def _check_type(file: str, stack: str, key: str, value: Any, schema: dict[str, A
         )
         raise StackFileError(
             f"{file}: {key} must be {article} {expected} (Pulumi.yaml declares its type),"
-            f" got {show(_redacted(value))}. Fix: {hint}"
+            f" got {show(redacted(value))}. Fix: {hint}"
         )

@@ -81,8 +81,19 @@ def go_float_name(value: float) -> str:
     return "+Inf" if value > 0 else "-Inf"
 
 
+INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
 def _json(value: Any) -> str:
-    """JSON as Go's encoding/json writes the CLI's values (floats in Go's form)."""
+    """JSON as Go's encoding/json writes the CLI's values (floats in Go's form). An object is
+    stored as JSON and read back number by number as an int64 or else a float64
+    (object.go, unmarshalObject of a json.Number), so a larger int comes out as a float."""
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and not (INT64[0] <= value <= INT64[1])
+    ):
+        return go_float(float(value))
     if isinstance(value, dict):
         items = (f"{json.dumps(k, ensure_ascii=False)}:{_json(v)}" for k, v in value.items())
         return "{" + ",".join(items) + "}"

@@ -186,6 +186,8 @@ def test_values_reach_the_program_as_the_cli_passes_them(tmp_path: Path) -> None
         "  nemo-rl-gke:name: 010\n"
         "  nemo-rl-gke:cluster: {maintenance: {windowStart: 2026-01-03T04:00:00Z}}\n"
         "  nemo-rl-gke:verify: {storage: {minFraction: 1.0}}\n"
+        "  gcp:project: 18446744073709551615\n"
+        "  nemo-rl-gke:labels: {big: 18446744073709551615}\n"
     )
     values = read_stack(project, path).values
     assert values["nemo-rl-gke:gpu"] == '{"nodes":2,"type":"l4"}'
@@ -195,6 +197,11 @@ def test_values_reach_the_program_as_the_cli_passes_them(tmp_path: Path) -> None
         == '{"maintenance":{"windowStart":"2026-01-03 04:00:00 +0000 UTC"}}'
     )
     assert values["nemo-rl-gke:verify"] == '{"storage":{"minFraction":1}}'
+    # A uint64: passed as written at the top level, as a float64 inside an object (the CLI
+    # stores objects as JSON and reads numbers back as int64 or float64; the real CLI agrees,
+    # tests/engine/test_stack_files.py).
+    assert values["gcp:project"] == "18446744073709551615"
+    assert values["nemo-rl-gke:labels"] == '{"big":18446744073709552000}'
 
 
 def test_yes_is_not_a_boolean_to_the_cli(tmp_path: Path) -> None:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 import posixpath
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import StringConstraints, TypeAdapter, ValidationError
 
 from planning.ray import grpo_overrides
 from stack_config import InvalidStackConfig, StackConfig, load_stack_config
@@ -303,3 +304,47 @@ def test_a_chart_path_that_is_no_chart_is_refused_without_blocking_or_a_tracebac
         err = refused(ray={"chartPath": str(path)})
         assert err.key == "nemo-rl-gke:ray.chartPath"
         assert "is not a Helm chart" in str(err)
+
+
+def _patterns() -> list[str]:
+    """Every `pattern` of every config model (pydantic's `pattern`, its Rust regex)."""
+    from stack_config.base import ConfigModel
+
+    found: set[str] = set()
+    todo: list[type[ConfigModel]] = [StackConfig]
+    seen: set[type[ConfigModel]] = set()
+    while todo:
+        model = todo.pop()
+        if model in seen:
+            continue
+        seen.add(model)
+        for field in model.model_fields.values():
+            for meta in field.metadata:
+                if getattr(meta, "pattern", None):
+                    found.add(str(meta.pattern))
+            for arg in (field.annotation, *getattr(field.annotation, "__args__", ())):
+                for inner in (arg, *getattr(arg, "__args__", ())):
+                    if isinstance(inner, type) and issubclass(inner, ConfigModel):
+                        todo.append(inner)
+    return sorted(found)
+
+
+PATTERNS = _patterns()
+
+
+def test_the_models_have_patterns_to_check() -> None:
+    assert len(PATTERNS) >= 10, PATTERNS
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_every_pattern_is_a_full_match(data: st.DataObject) -> None:
+    """A value the pattern accepts is refused with a trailing newline (or anything after it):
+    pydantic's Rust regex anchors `$` at the very end, where Python's `re` would not."""
+    pattern = data.draw(st.sampled_from(PATTERNS))
+    value = data.draw(st.from_regex(pattern, fullmatch=True))
+    adapter: TypeAdapter[str] = TypeAdapter(Annotated[str, StringConstraints(pattern=pattern)])
+    assert adapter.validate_python(value) == value
+    for tail in ("\n", "\n" + value, "\r\n"):
+        with pytest.raises(ValidationError):
+            adapter.validate_python(value + tail)

@@ -28,6 +28,7 @@ from stack_config.gpu_pool import GpuConfig
 from stack_config.labels import label_format_problem
 from stack_config.network_plan import NetworkConfig, address_plan_problems, planned_rdma_cidrs
 from stack_config.ray_job import RayConfig
+from stack_config.secrets import SECRET_KEYS as SECRET_KEYS  # moved to secrets.py; kept here
 from stack_config.storage import BucketConfig, LustreConfig, shared_storage_problems
 
 REGION_PATTERN = r"^[a-z]+-[a-z]+[0-9]+$"

@@ -17,8 +17,9 @@ BASE_NAME_PATTERN: Final = r"^[a-z]([-a-z0-9]{0,18}[a-z0-9])?$"
 """1-20 chars: the longest derived name (`<base>-rdma-sub-7`, a service account id
 `<base>-nodes` of at most 30 chars) must stay inside GCP's limits."""
 
-LABEL_KEY_PATTERN: Final = r"^[a-z][a-z0-9_-]{0,62}$"
-LABEL_VALUE_PATTERN: Final = r"^[a-z0-9_-]{0,63}$"
+LABEL_KEY_PATTERN: Final = r"[a-z][a-z0-9_-]{0,62}"
+"""A GCP label key (match with re.fullmatch: a `$` anchor would let a trailing newline in)."""
+LABEL_VALUE_PATTERN: Final = r"[a-z0-9_-]{0,63}"
 
 
 def default_base_name(stack: str) -> str:

@@ -13,12 +13,14 @@ import re
 from dataclasses import dataclass
 
 RESERVATION_PATH = re.compile(
-    r"^(?P<name>[a-z]([-a-z0-9]{0,61}[a-z0-9])?)"
-    r"(/reservationBlocks/(?P<block>[a-z0-9][-a-z0-9]*)"
-    r"(/reservationSubBlocks/(?P<sub_block>[a-z0-9][-a-z0-9]*))?)?$"
+    r"(?P<name>[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)"
+    r"(?:/reservationBlocks/(?P<block>[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)"
+    r"(?:/reservationSubBlocks/(?P<sub_block>[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?))?)?"
 )
 """`NAME`, `NAME/reservationBlocks/BLOCK` or `NAME/reservationBlocks/BLOCK/reservationSubBlocks/
-SUB`: the forms GKE's reservation affinity takes (the sub-block form as XPK sends it)."""
+SUB`: the forms GKE's reservation affinity takes (the sub-block form as XPK sends it), each
+part a GCE name of 1-63 characters. Matched whole (`fullmatch`): `$` would let a trailing newline
+through."""
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ class ReservationPath:
 
 def parse_reservation(text: str) -> ReservationPath | None:
     """The parts of a reservation path, or None when it is not one of the accepted forms."""
-    match = RESERVATION_PATH.match(text)
+    match = RESERVATION_PATH.fullmatch(text)
     if match is None:
         return None
     return ReservationPath(match["name"], match["block"], match["sub_block"])

@@ -40,6 +40,16 @@ NCCL_PUBLISHED_BUSBW_8G: Final[dict[str, float]] = {
     "b200": 344.46,
     "h200": 330.16,
 }
+NCCL_PUBLISHED_AVG_BUSBW: Final[dict[str, float]] = {
+    # The same runs' "Avg bus bandwidth" (the mean over every size, 1K..8G).
+    "b200": 120.845,
+    "h200": 120.94,
+}
+NCCL_PLAUSIBLE_FACTOR = 1.10
+"""A threshold more than 10% above Google's published figure is refused: the published run is
+one healthy two-node run (its in-place figure is 2.5% higher than the out-of-place one the gate
+reads), so no healthy fabric clears such a floor and every `up` would fail after the cluster
+and its GPU pool are built."""
 NCCL_MARGIN = 0.85
 """Pass at 85% of Google's published figure. The figure is one run on two nodes; run-to-run
 variation, pools without compact placement and larger node counts (more hops for the same
@@ -189,7 +199,7 @@ def fio_file_size_mib(target: StorageTarget, nodes: int) -> int:
     """Per fio job: at most 4 GiB, and all nodes' files within 20% of the capacity."""
     if target.kind == "bucket" or target.capacity_gib == 0:
         return 1024
-    share = target.capacity_gib * 1024 * STORAGE_SCRATCH_SHARE / (nodes * FIO_JOBS)
+    share = target.capacity_gib * 1024 * STORAGE_SCRATCH_SHARE / (max(1, nodes) * FIO_JOBS)
     return max(64, min(FIO_MAX_FILE_MIB, int(share)))
 
 
@@ -242,8 +252,12 @@ def _plan(
 
 def plan_gates(inputs: VerifyInputs, settings: GateSettings) -> list[GatePlan]:
     """The gates this stack runs, in order. RDMA and NCCL need RDMA NICs; NCCL needs two or
-    more nodes (on one node NCCL goes over NVLink and proves nothing about the network)."""
+    more nodes (on one node NCCL goes over NVLink and proves nothing about the network). Every
+    gate runs one pod per GPU node: a pool of 0 nodes (parked, or not bought yet) has nothing
+    to prove, so it plans no gate instead of a Job no pod could ever complete."""
     gates: list[GatePlan] = []
+    if inputs.nodes < 1:
+        return gates
     gpus = inputs.gpus_per_node
     rdma = inputs.rdma_nics > 0
     if settings.gpu_health:

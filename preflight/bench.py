@@ -3,8 +3,10 @@
 Prints, per stack, the median wall time of `python -m preflight --stack S --quiet` in a fresh
 process, the floor (a fresh process that only imports the SDK modules the program's
 resources come from and touches their classes), the ratio of the two; preflight of b200 with
-GPU pools of 2, 64 and 1000 nodes (the plan must not grow with the pool); and the time of one
-run of the fast test suite. Numbers, never assertions: timing belongs here, not in tests.
+GPU pools of 2, 64 and 1000 nodes (the plan must not grow with the pool); how long preflight
+takes to refuse each careless or hostile stack file of `hostile_stack_files` (exit code 2 and
+one line, in a fresh process and in-process); and the time of one run of the fast test suite.
+Numbers, never assertions: timing belongs here, not in tests.
 """
 
 from __future__ import annotations
@@ -75,6 +77,78 @@ def pool_sizes(python: str, runs: int) -> None:
             print(f"{nodes:<15} {wall(cmd, runs, ok=(0, 1)):>12.2f}")
 
 
+def _billion_laughs() -> bytes:
+    lines = [b"    a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for i in range(1, 9):
+        refs = ", ".join([f"*a{i - 1}"] * 9).encode()
+        lines.append(f"    a{i}: &a{i} [".encode() + refs + b"]")
+    return b"\n".join(lines) + b"\n"
+
+
+def hostile_stack_files() -> dict[str, bytes]:
+    """Stack files a careless or hostile user might write, each on top of a committed stack;
+    preflight must refuse every one with exit code 2 and one line, quickly, showing no
+    secret. The test suite runs the same files (tests/test_hostile_stacks.py)."""
+    dev = (REPO_ROOT / "Pulumi.dev.yaml").read_bytes()
+    b200 = (REPO_ROOT / "Pulumi.b200.yaml").read_bytes()
+    labels = b"  nemo-rl-gke:labels:\n"
+    return {
+        "alias-bomb": dev + labels + _billion_laughs(),
+        "deep-nesting": dev + b"  nemo-rl-gke:labels: " + b"[" * 200_000 + b"\n",
+        "multi-megabyte-map": dev
+        + labels
+        + b"".join(b"    k%d: v%d\n" % (i, i) for i in range(200_000)),
+        "wide-map-under-the-size-limit": dev
+        + labels
+        + b"".join(b"    k%x: v\n" % i for i in range(20_000)),
+        "not-utf8": dev + b"  nemo-rl-gke:name: caf\xe9\n",
+        "duplicate-key": dev + b"  nemo-rl-gke:zone: us-central1-c\n",
+        "nan": dev + b"  nemo-rl-gke:verify: {storage: {bucketMinMBPerSecond: .nan}}\n",
+        "secret-in-a-label": dev + labels + b"    team: {secure: v1:NEVER-SHOWN-CIPHERTEXT}\n",
+        "secret-in-a-model": dev
+        + b"  nemo-rl-gke:ray: {job: {model: {secure: v1:NEVER-SHOWN-CIPHERTEXT}}}\n",
+        "plaintext-credentials": dev + b"  gcp:credentials: NEVER-SHOWN-KEY-JSON\n",
+        "look-alike-namespace": dev + "  nemo-rl-gk\u0435:protect: true\n".encode(),
+        "unquoted-timestamp": dev
+        + b"  nemo-rl-gke:cluster: {maintenance: {windowStart: 2026-01-03T04:00:00Z}}\n",
+        "runs-dir-leaves-data": dev + b"  nemo-rl-gke:ray: {job: {runsDir: /data/../etc}}\n",
+        "hydra-interpolation": dev
+        + b"  nemo-rl-gke:ray: {job: {model: 'org/${oc.env:HF_TOKEN}'}}\n",
+        "rayjob-name-too-long": dev + b"  nemo-rl-gke:ray: {job: {name: " + b"a" * 45 + b"}}\n",
+        "psa-on-the-gpu-nics": b200.replace(
+            b"  nemo-rl-gke:network:\n", b"  nemo-rl-gke:network:\n    psaCidr: 192.168.240.0/20\n"
+        ),
+        "threshold-above-the-published-figure": b200
+        + b"  nemo-rl-gke:verify: {nccl: {minBusBandwidthGBPerSecond: 400}}\n",
+        "parked-pool-with-the-smoke": b200.replace(b"    nodes: 2\n", b"    nodes: 0\n")
+        + b"  nemo-rl-gke:verify: {grpoSmoke: {enabled: true}}\n",
+    }
+
+
+def hostile(python: str, runs: int) -> None:
+    """Seconds to refuse each hostile stack file: a fresh `python -m preflight` (interpreter
+    and imports included), and in-process (the reading and validating alone)."""
+    import io
+
+    from preflight.cli import main as cli_main
+
+    print(f"{'hostile stack file':<38} {'exit':>4} {'process s':>10} {'in-process s':>13}")
+    with tempfile.TemporaryDirectory() as tmp:
+        files = hostile_stack_files()
+        warm = Path(tmp) / "Pulumi.warm.yaml"  # imports paid once, not by the first case
+        warm.write_bytes(files["secret-in-a-label"])
+        cli_main(["--stack-file", str(warm), "--quiet"], out=io.StringIO(), err=io.StringIO())
+        for name, data in files.items():
+            stack = Path(tmp) / f"Pulumi.{name}.yaml"
+            stack.write_bytes(data)
+            argv = ["--stack-file", str(stack), "--quiet"]
+            process = wall([python, "-m", "preflight", *argv], runs, ok=(2,))
+            started = time.perf_counter()
+            code = cli_main(argv, out=io.StringIO(), err=io.StringIO())
+            inside = time.perf_counter() - started
+            print(f"{name:<38} {code:>4} {process:>10.2f} {inside:>13.3f}")
+
+
 def main() -> int:
     """Print the benchmark table."""
     parser = argparse.ArgumentParser(prog="python -m preflight.bench")
@@ -90,6 +164,7 @@ def main() -> int:
         run = wall([python, "-m", "preflight", "--stack", stack, "--quiet"], args.runs)
         print(f"{stack:<6} {run:>12.2f} {floor:>9.2f} {run / floor:>6.2f}")
     pool_sizes(python, args.runs)
+    hostile(python, max(1, args.runs // 2))
     if not args.skip_tests:
         started = time.perf_counter()
         proc = subprocess.run(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from planning.naming import PROJECT
 from preflight import changes
 from preflight.engine import ProgramError, ProgramRun, run_program
 from preflight.fake_reservations import CloudFixtures, FixtureError, assumed_for, load_fixtures
@@ -41,6 +42,7 @@ from preflight.stackfiles import (
     read_stack,
     stack_name_from_file,
 )
+from stack_config import load_stack_config
 from stack_config.errors import InvalidStackConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -110,6 +112,10 @@ def preflight(
         sys.path.insert(0, str(project_dir))
     project = read_project(project_dir)
     config = read_stack(project, stack_file)
+    if project.name == PROJECT:
+        # The program validates its config first thing; doing the same here, before the
+        # Pulumi SDKs are loaded, refuses an invalid stack in a fraction of a second.
+        load_stack_config(config.values, config.stack, config.secret_keys)
     if policy_config is None and use_default_policy_config:
         policy_config = default_policy_config(project_dir, config.stack)
 
@@ -156,8 +162,6 @@ def cloud_fixtures(
     assumed to hold the pool (with a note saying the reservation was not read)."""
     if reservations is not None:
         return load_fixtures(reservations), []
-    from stack_config import load_stack_config
-
     cfg = load_stack_config(config.values, config.stack, config.secret_keys)
     path = cfg.gpu.reservation_path
     if path is None or not cfg.gpu.check_reservation:

@@ -3,22 +3,34 @@
 The result is the flat `{"namespace:key": "raw string"}` map the engine hands a program:
 project-level defaults first, stack values on top, objects and lists JSON-encoded, and
 `secure:` values replaced by placeholder secrets (their ciphertext needs the CLI and a key).
+The files are decoded as the CLI decodes them (`preflight.cli_yaml`: yaml.v3's scalars, its
+refusals, fixed bounds), and every message is one line that never shows a secret.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from preflight.cli_values import (
+    UnsupportedValue,
+    contains_secure,
+    encode,
+    is_secure,
+    plain,
+    redacted,
+)
+from preflight.cli_yaml import MAX_FILE_BYTES, GoTime, YamlRefused, load
+from stack_config.errors import show, show_key
 
-SECRET_PLACEHOLDER = "preflight-placeholder-secret"  # noqa: S105 - a fake
-"""Value given to every `secure:` key; tests grep outputs for it to prove nothing leaks."""
+STACK_FILE_KEYS = ("config", "environment", "secretsprovider", "encryptedkey", "encryptionsalt")
+"""What a stack file may hold (workspace.ProjectStack); the CLI ignores anything else."""
 
-_STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[A-Za-z0-9_.-]+)\.ya?ml$")
+_STACK_FILE = re.compile(r"Pulumi\.(?P<stack>[A-Za-z0-9_.-]+)\.ya?ml")
 
 
 class StackFileError(Exception):
@@ -48,21 +60,25 @@ class StackConfigValues:
 
 def stack_name_from_file(path: Path) -> str:
     """`Pulumi.b200.yaml` -> `b200`; anything else is a usage error."""
-    match = _STACK_FILE.match(path.name)
+    match = _STACK_FILE.fullmatch(path.name)
     if match is None:
-        raise StackFileError(f"{path.name}: a stack file must be named Pulumi.<stack>.yaml")
+        raise StackFileError(
+            f"{show_key(path.name)}: a stack file must be named Pulumi.<stack>.yaml"
+        )
     return match.group("stack")
 
 
 def _load_yaml(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as err:
-        raise StackFileError(f"cannot read {path}: {err.strerror}") from None
+        raise StackFileError(f"cannot read {show_key(str(path))}: {err.strerror}") from None
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise StackFileError(f"{path.name} is not valid YAML: {err}") from None
+        return load(data)
+    except YamlRefused as err:
+        where = f" line {err.line}:" if err.line is not None else ""
+        raise StackFileError(f"{show_key(path.name)}:{where} {err.problem}") from None
 
 
 def read_project(project_dir: Path) -> ProjectFile:
@@ -82,58 +98,73 @@ def _full_key(project: str, key: str) -> str:
     return key if ":" in key else f"{project}:{key}"
 
 
-def _encode(value: Any) -> str:
-    """How the engine passes a config value to a program: strings raw, the rest as JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"))
-
-
-def _replace_secure(value: Any) -> tuple[Any, bool]:
-    """Swap every `{secure: ...}` for the placeholder; report whether any was found."""
-    if isinstance(value, dict):
-        if set(value) == {"secure"}:
-            return SECRET_PLACEHOLDER, True
-        found = False
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            out[k], inner = _replace_secure(v)
-            found = found or inner
-        return out, found
-    if isinstance(value, list):
-        items = [_replace_secure(v) for v in value]
-        return [v for v, _ in items], any(s for _, s in items)
-    return value, False
+def config_key(project: str, key: str, file: str) -> str:
+    """A stack file key as the CLI reads it (config.ParseKey): a bare key belongs to the
+    project (the CLI namespaces it), `ns:config:name` is the old form of `ns:name`."""
+    parts = key.split(":")
+    if len(parts) == 1:
+        return f"{project}:{key}"
+    if len(parts) == 2:
+        return key
+    if len(parts) == 3 and parts[1] == "config":
+        return f"{parts[0]}:{parts[2]}"
+    raise StackFileError(
+        f"{file}: could not parse {show_key(key)} as a configuration key (the CLI refuses it too:"
+        " configuration keys should be of the form <namespace>:<name>)"
+    )
 
 
 def read_stack(project: ProjectFile, stack_file: Path) -> StackConfigValues:
     """Merge project defaults and the stack file into the engine's config map.
 
-    Fails (StackFileError) exactly where the CLI's own checks stop a preview before the
-    program runs (`pkg/workspace/config.go`): a declared key of the project's namespace with
-    no default that the stack does not set, a `secret: true` key given in plain text, and a
-    value that does not match its declared type.
+    Fails (StackFileError) where the CLI itself stops a preview before the program runs
+    (`pkg/workspace/config.go`, `sdk/go/common/workspace/loaders.go`): a file it cannot
+    decode, a key it cannot parse, a declared key of the project's namespace with no default
+    that the stack does not set, a `secret: true` key given in plain text, a value that does
+    not match its declared type. Preflight also refuses what the CLI would silently ignore:
+    a top-level key other than the stack file's own, and one key written twice.
     """
     stack = stack_name_from_file(stack_file)
+    file = show_key(stack_file.name)
     data = _load_yaml(stack_file)
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise StackFileError(f"{stack_file.name}: expected a map with a config: key")
+        raise StackFileError(f"{file}: expected a map with a config: key")
+    for key in data:
+        if key not in STACK_FILE_KEYS:
+            hint = difflib.get_close_matches(key, STACK_FILE_KEYS, n=1)
+            guess = f"; did you mean {hint[0]}?" if hint else ""
+            raise StackFileError(
+                f"{file}: top-level key {show_key(key)} does nothing (the CLI ignores it, so"
+                f" none of its settings would apply){guess} A stack file holds"
+                f" {', '.join(STACK_FILE_KEYS)}"
+            )
     stack_config = data.get("config") or {}
     if not isinstance(stack_config, dict):
-        raise StackFileError(f"{stack_file.name}: config must be a map")
+        raise StackFileError(f"{file}: config must be a map")
 
     values: dict[str, str] = {}
     secret_keys: list[str] = []
     given: dict[str, tuple[Any, bool]] = {}
+    written: dict[str, str] = {}
     for key, raw in stack_config.items():
-        full = str(key)
-        if ":" not in full:
+        full = config_key(project.name, key, file)
+        if full in written:
             raise StackFileError(
-                f"{stack_file.name}: key {full!r} needs a namespace, e.g. {project.name}:{full}"
+                f"{file}: {show_key(key)} and {show_key(written[full])} are the same key"
+                f" ({show_key(full)}); the CLI would keep one of them at random. Keep one"
             )
-        given[full] = (raw, isinstance(raw, dict) and set(raw) == {"secure"})
+        written[full] = key
+        given[full] = (raw, is_secure(raw))
+        # The CLI refuses a value JSON cannot carry while it loads the file, before any check.
+        try:
+            values[full] = encode(plain(raw, full))
+        except UnsupportedValue as err:
+            raise StackFileError(
+                f"{file}: {show_key(err.path)}: {err.name} is not a number the CLI can pass on"
+                f" (json: unsupported value: {err.name}); write a number or quote it"
+            ) from None
 
     missing: list[str] = []
     for key, decl in project.config.items():
@@ -143,54 +174,53 @@ def read_stack(project: ProjectFile, stack_file: Path) -> StackConfigValues:
             raw, secure = given[full]
             if declared.get("secret") is True and not secure:
                 raise StackFileError(
-                    f"{stack_file.name}: {full} is declared secret in Pulumi.yaml but is set in"
+                    f"{file}: {full} is declared secret in Pulumi.yaml but is set in"
                     f" plain text (the CLI refuses it: must be encrypted). Fix: pulumi config set"
                     f" --secret {full} VALUE -s {stack}"
                 )
             if "type" in declared and not secure:
-                _check_type(stack_file.name, stack, full, raw, declared)
+                _check_type(file, stack, full, raw, declared)
             continue
         if "default" in declared:
-            values[full] = _encode(declared["default"])
+            values[full] = encode(declared["default"])
         elif "value" in declared:
-            values[full] = _encode(declared["value"])
+            values[full] = encode(declared["value"])
         elif full.split(":", 1)[0] == project.name:
             missing.append(full)
     if missing:
         listed = ", ".join(missing)
         raise StackFileError(
-            f"{stack_file.name}: missing configuration value{'s' if len(missing) > 1 else ''}"
+            f"{file}: missing configuration value{'s' if len(missing) > 1 else ''}"
             f" {listed} (declared in Pulumi.yaml without a default; the CLI stops before the"
             f" program runs). Fix: pulumi config set {missing[0]} VALUE -s {stack}"
             " (structured keys: --path, see Pulumi.yaml)"
         )
 
     for full, (raw, _) in given.items():
-        value, secret = _replace_secure(raw)
-        values[full] = _encode(value)
         decl = (
             project.config.get(full.split(":", 1)[1])
             if full.startswith(f"{project.name}:")
             else None
         )
-        if secret or (isinstance(decl, dict) and decl.get("secret") is True):
+        if contains_secure(raw) or (isinstance(decl, dict) and decl.get("secret") is True):
             secret_keys.append(full)
 
     disabled = values.get("pulumi:disable-default-providers")
     disabled_list: tuple[str, ...] = ()
     if disabled is not None:
-        parsed = json.loads(disabled) if disabled.startswith("[") else [disabled]
-        disabled_list = tuple(str(p) for p in parsed)
+        try:
+            parsed = json.loads(disabled) if disabled.startswith("[") else [disabled]
+        except json.JSONDecodeError:
+            parsed = [disabled]
+        disabled_list = tuple(str(p) for p in parsed) if isinstance(parsed, list) else ()
     return StackConfigValues(stack, values, sorted(secret_keys), disabled_list)
 
 
 def _cli_content(value: Any) -> Any:
-    """What the CLI type-checks: a scalar as the text the stack file stores, else the structure."""
+    """What the CLI type-checks: a scalar as the text it passes on, else the structure."""
     if isinstance(value, dict | list):
         return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "" if value is None else str(value)
+    return encode(value.text if isinstance(value, GoTime) else value)
 
 
 def _matches(expected: str, items: Any, content: Any) -> bool:
@@ -226,5 +256,5 @@ def _check_type(file: str, stack: str, key: str, value: Any, schema: dict[str, A
         )
         raise StackFileError(
             f"{file}: {key} must be {article} {expected} (Pulumi.yaml declares its type),"
-            f" got {value!r}. Fix: {hint}"
+            f" got {show(redacted(value))}. Fix: {hint}"
         )

@@ -3,6 +3,7 @@ the rest of the stack depends on."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Annotated, Literal, Self, cast
@@ -12,15 +13,23 @@ from pydantic import AfterValidator, Field, model_validator
 
 from planning.versions import VERSIONS, gke_at_least
 from stack_config.base import ConfigModel, check_bounds
-from stack_config.errors import ConfigProblem
+from stack_config.errors import ConfigProblem, show
+
+_GO_TIME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)? [+-]\d{4} \S+")
 
 
 def _rfc3339(value: str) -> datetime:
     try:
         return datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
+        # An unquoted YAML timestamp reaches the program as Go's time text
+        # ("2026-01-03 04:00:00 +0000 UTC"): the CLI decodes it as a time, then prints it.
+        unquoted = _GO_TIME.fullmatch(value) is not None
         raise ConfigProblem(
-            (), f"{value!r} is not an RFC 3339 time", "write it like 2026-01-03T04:00:00Z"
+            (),
+            f"{show(value)} is not an RFC 3339 time"
+            + (" (the Pulumi CLI rewrote an unquoted YAML timestamp)" if unquoted else ""),
+            'write it like "2026-01-03T04:00:00Z", in quotes',
         ) from None
 
 

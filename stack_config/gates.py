@@ -1,13 +1,24 @@
-"""The acceptance gates' config: which gates `pulumi up` runs, their thresholds and timeouts."""
+"""The acceptance gates' config: which gates `pulumi up` runs, their thresholds and timeouts.
+
+A threshold's key names the unit its gate compares (nccl-tests prints bus bandwidth in GB/s,
+fio throughput in MB/s), and a threshold is refused where it could never do its job: above
+Google's published figure for the GPU (no healthy fabric passes it, so every `up` would fail
+after the cluster is built), or set for a collective, a GPU or a volume the gate never runs on.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from planning.verify import GateSettings
+from planning.verify import (
+    NCCL_PLAUSIBLE_FACTOR,
+    NCCL_PUBLISHED_AVG_BUSBW,
+    NCCL_PUBLISHED_BUSBW_8G,
+    GateSettings,
+)
 from stack_config.base import ConfigModel
 from stack_config.errors import ConfigProblem
 from stack_config.gpu_pool import GpuConfig
@@ -34,25 +45,40 @@ class NcclGate(GateSwitch):
     collectives: list[Collective] = Field(
         default_factory=lambda: list(DEFAULT_COLLECTIVES),
         min_length=1,
+        max_length=len(DEFAULT_COLLECTIVES),
         description="nccl-tests collectives to run, 1K to 8G each.",
     )
-    min_bus_bandwidth_gbps: float | None = Field(
+    min_bus_bandwidth_gb_per_second: float | None = Field(
         None,
+        alias="minBusBandwidthGBPerSecond",
         gt=0,
         le=2000,
-        description="all_gather bus bandwidth needed at 8 GiB (default: 85% of Google's"
-        " published figure for the GPU).",
+        description="all_gather bus bandwidth needed at 8 GiB, in GB/s as nccl-tests prints it"
+        " (default: 85% of Google's published figure for the GPU).",
     )
-    min_avg_bus_bandwidth_gbps: float = Field(
-        100.0, ge=0, le=2000, description="all_gather average bus bandwidth over every size."
+    min_avg_bus_bandwidth_gb_per_second: float = Field(
+        100.0,
+        alias="minAvgBusBandwidthGBPerSecond",
+        ge=0,
+        le=2000,
+        description="all_gather average bus bandwidth over every size, in GB/s.",
     )
-    min_all_reduce_bus_bandwidth_gbps: float | None = Field(
+    min_all_reduce_bus_bandwidth_gb_per_second: float | None = Field(
         None,
+        alias="minAllReduceBusBandwidthGBPerSecond",
         gt=0,
         le=2000,
-        description="all_reduce bus bandwidth needed at 8 GiB (default: reported, not judged;"
-        " no published figure).",
+        description="all_reduce bus bandwidth needed at 8 GiB, in GB/s (default: reported, not"
+        " judged; no published figure).",
     )
+
+    @field_validator("collectives")
+    @classmethod
+    def _once_each(cls, value: list[Collective]) -> list[Collective]:
+        for i, name in enumerate(value):
+            if value.index(name) != i:
+                raise ConfigProblem((i,), f"{name} is listed twice", "list each collective once")
+        return value
 
 
 class StorageGate(GateSwitch):
@@ -61,8 +87,12 @@ class StorageGate(GateSwitch):
     min_fraction: float = Field(
         0.5, gt=0, le=1, description="Share of Lustre's provisioned throughput needed."
     )
-    bucket_min_mbps: float = Field(
-        100, gt=0, le=100_000, description="MB/s needed when /data is the GCS bucket."
+    bucket_min_mb_per_second: float = Field(
+        100,
+        alias="bucketMinMBPerSecond",
+        gt=0,
+        le=100_000,
+        description="Throughput needed when /data is the GCS bucket, in MB/s as fio reports it.",
     )
 
 
@@ -121,11 +151,11 @@ def gate_settings(verify: VerifyConfig, gpu: GpuConfig) -> GateSettings:
         nccl=on and v.nccl.enabled,
         storage=on and v.storage.enabled,
         nccl_collectives=tuple(v.nccl.collectives),
-        nccl_min_busbw=v.nccl.min_bus_bandwidth_gbps,
-        nccl_min_all_reduce_busbw=v.nccl.min_all_reduce_bus_bandwidth_gbps,
-        nccl_min_avg_busbw=v.nccl.min_avg_bus_bandwidth_gbps,
+        nccl_min_busbw=v.nccl.min_bus_bandwidth_gb_per_second,
+        nccl_min_all_reduce_busbw=v.nccl.min_all_reduce_bus_bandwidth_gb_per_second,
+        nccl_min_avg_busbw=v.nccl.min_avg_bus_bandwidth_gb_per_second,
         storage_min_fraction=v.storage.min_fraction,
-        bucket_min_mbps=v.storage.bucket_min_mbps,
+        bucket_min_mbps=v.storage.bucket_min_mb_per_second,
         timeouts=timeouts,
         grpo_smoke=on and v.grpo_smoke.enabled,
         smoke_steps=v.grpo_smoke.steps,
@@ -135,10 +165,94 @@ def gate_settings(verify: VerifyConfig, gpu: GpuConfig) -> GateSettings:
 def smoke_problems(verify: VerifyConfig, gpu: GpuConfig) -> Iterator[ConfigProblem]:
     """The smoke needs GPU workers when it starts. Paths relative to the stack."""
     autoscaling = gpu.autoscaling
-    if gate_settings(verify, gpu).grpo_smoke and autoscaling is not None and autoscaling.min == 0:
+    if not gate_settings(verify, gpu).grpo_smoke:
+        return
+    if autoscaling is not None and autoscaling.min == 0:
         yield ConfigProblem(
             ("verify", "grpoSmoke", "enabled"),
             "the smoke runs on the stack's RayCluster, whose workers start at 0 with"
             " gpu.autoscaling.min 0, and NeMo RL never asks the autoscaler for GPUs",
             "set gpu.autoscaling.min to 1 or more, or turn verify.grpoSmoke off",
+        )
+    elif autoscaling is None and gpu.max_nodes == 0:
+        yield ConfigProblem(
+            ("verify", "grpoSmoke", "enabled"),
+            "the smoke runs on a GPU worker of the RayCluster, and gpu.nodes is 0",
+            "set gpu.nodes to 1 or more, or turn verify.grpoSmoke off",
+        )
+
+
+_NCCL_THRESHOLDS: dict[str, tuple[str, Collective]] = {
+    # field -> (key, the collective it judges)
+    "min_bus_bandwidth_gb_per_second": ("minBusBandwidthGBPerSecond", "all_gather"),
+    "min_avg_bus_bandwidth_gb_per_second": ("minAvgBusBandwidthGBPerSecond", "all_gather"),
+    "min_all_reduce_bus_bandwidth_gb_per_second": (
+        "minAllReduceBusBandwidthGBPerSecond",
+        "all_reduce",
+    ),
+}
+
+
+def threshold_problems(
+    verify: VerifyConfig, gpu: GpuConfig, lustre_enabled: bool
+) -> Iterator[ConfigProblem]:
+    """Thresholds that can never do their job. Paths relative to the stack."""
+    nccl = verify.nccl
+    rdma = gpu.profile.rdma_nics > 0
+    for name in sorted(nccl.model_fields_set & set(_NCCL_THRESHOLDS)):
+        key, collective = _NCCL_THRESHOLDS[name]
+        path = ("verify", "nccl", key)
+        if not rdma:
+            yield ConfigProblem(
+                path,
+                f"the NCCL gate runs only on GPUs with RDMA NICs (b200, h200), not on"
+                f" {gpu.profile.machine_type}: the threshold would do nothing",
+                f"remove verify.nccl.{key}",
+            )
+            return
+        if collective not in nccl.collectives:
+            yield ConfigProblem(
+                path,
+                f"judges {collective}, which verify.nccl.collectives"
+                f" ({', '.join(nccl.collectives)}) does not run: the threshold would do nothing",
+                f"add {collective} to verify.nccl.collectives, or remove verify.nccl.{key}",
+            )
+    published = {
+        "min_bus_bandwidth_gb_per_second": (
+            NCCL_PUBLISHED_BUSBW_8G.get(gpu.type),
+            "8 GiB all_gather bus bandwidth",
+        ),
+        "min_avg_bus_bandwidth_gb_per_second": (
+            NCCL_PUBLISHED_AVG_BUSBW.get(gpu.type),
+            "average all_gather bus bandwidth",
+        ),
+    }
+    for name, (figure, what) in published.items():
+        value = getattr(nccl, name)
+        if figure is None or value is None or value <= figure * NCCL_PLAUSIBLE_FACTOR:
+            continue
+        key = _NCCL_THRESHOLDS[name][0]
+        yield ConfigProblem(
+            ("verify", "nccl", key),
+            f"{value:g} GB/s is more than {NCCL_PLAUSIBLE_FACTOR - 1:.0%} above Google's"
+            f" published {figure:g} GB/s ({what} of two healthy {gpu.profile.machine_type}"
+            " nodes): no healthy fabric passes it, so every up would fail after the cluster is"
+            " built",
+            f"set verify.nccl.{key} to at most {figure * NCCL_PLAUSIBLE_FACTOR:.1f} (or remove"
+            " it for the default, 85% of the published figure)",
+        )
+    storage = verify.storage
+    if lustre_enabled and "bucket_min_mb_per_second" in storage.model_fields_set:
+        yield ConfigProblem(
+            ("verify", "storage", "bucketMinMBPerSecond"),
+            "judges the GCS bucket, but /data is Managed Lustre here (its floor is minFraction"
+            " of the provisioned throughput): the threshold would do nothing",
+            "remove verify.storage.bucketMinMBPerSecond, or set verify.storage.minFraction",
+        )
+    if not lustre_enabled and "min_fraction" in storage.model_fields_set:
+        yield ConfigProblem(
+            ("verify", "storage", "minFraction"),
+            "is a share of Managed Lustre's provisioned throughput, but /data is the GCS bucket"
+            " here (it has none): the threshold would do nothing",
+            "remove verify.storage.minFraction, or set verify.storage.bucketMinMBPerSecond",
         )

@@ -16,7 +16,7 @@ from planning.cidrs import GPU_MAX_PODS_PER_NODE
 from planning.reservations import ReservationPath, parse_reservation
 from planning.versions import VERSIONS
 from stack_config.base import PROJECT_ID_PATTERN, ConfigModel, check_bounds
-from stack_config.errors import ConfigProblem
+from stack_config.errors import ConfigProblem, show
 
 MAX_NODES_PER_POOL_ZONE = 1000
 """GKE quota: nodes per node pool per zone (https://cloud.google.com/kubernetes-engine/quotas)."""
@@ -57,6 +57,7 @@ class GpuConfig(ConfigModel):
     )
     reservation: str | None = Field(
         None,
+        max_length=250,
         description=f"Reservation {RESERVATION_FORMS}; required exactly when capacity is"
         " reservation.",
     )
@@ -135,7 +136,8 @@ class GpuConfig(ConfigModel):
         if self.reservation and parse_reservation(self.reservation) is None:
             yield ConfigProblem(
                 ("reservation",),
-                f"{self.reservation!r} is not {RESERVATION_FORMS}",
+                f"{show(self.reservation)} is not {RESERVATION_FORMS} with names GCE accepts"
+                " (1-63 of a-z, 0-9 and -)",
                 "use the reservation's short name, not a URL (the project goes in"
                 " gpu.reservationProject)",
             )

@@ -19,10 +19,11 @@ from pydantic_core import ErrorDetails
 
 from planning.naming import PROJECT, default_base_name
 from planning.ray import model_is_gated
-from stack_config.errors import ConfigProblem, InvalidStackConfig
-from stack_config.stack import SECRET_KEYS, StackConfig
-
-PROVIDER_KEYS = ("gcp:project", "gcp:region")
+from stack_config.errors import ConfigProblem, InvalidStackConfig, show
+from stack_config.labels import label_count_problems
+from stack_config.namespaces import namespace_problems
+from stack_config.secrets import PROVIDER_KEYS, SECRET_KEYS, secret_problems
+from stack_config.stack import StackConfig
 
 
 def load_stack_config(
@@ -30,11 +31,14 @@ def load_stack_config(
 ) -> StackConfig:
     """Validate the stack's configuration; raise InvalidStackConfig on the first problem.
 
-    `secret_keys` are the full keys the engine marks secret (PULUMI_CONFIG_SECRET_KEYS). A
-    value for a secret setting that is not among them was written in plain text, and is
-    refused before anything else: unknown secrecy counts as plain text.
+    `secret_keys` are the full keys the engine marks secret (PULUMI_CONFIG_SECRET_KEYS).
+    Before any value reaches the models: a key that does nothing is refused
+    (`namespaces`), then a token or credential in plain text and a secret where the program
+    would show it (`secrets`; unknown secrecy counts as plain text). So no message below can
+    quote a secret.
     """
-    _refuse_plaintext_secrets(values, secret_keys, stack)
+    namespace_problems(values, stack)
+    secret_problems(values, secret_keys, stack)
     raw: dict[str, Any] = {key: values[key] for key in PROVIDER_KEYS if values.get(key) is not None}
     prefix = f"{PROJECT}:"
     for key, value in values.items():
@@ -50,23 +54,9 @@ def load_stack_config(
         cfg = StackConfig.model_validate(raw)
     except ValidationError as err:
         raise _invalid(err, stack) from None
+    label_count_problems(cfg.labels, values, stack)
     _check_secrets(cfg, secret_keys_present(values), stack)
     return cfg
-
-
-def _refuse_plaintext_secrets(
-    values: Mapping[str, Any], secret_keys: Collection[str], stack: str
-) -> None:
-    """A token in plain text sits in git: stop, naming the key (never the value)."""
-    for key in SECRET_KEYS:
-        full = f"{PROJECT}:{key}"
-        if values.get(full) not in (None, "") and full not in secret_keys:
-            raise InvalidStackConfig(
-                full,
-                f"is set in plain text in Pulumi.{stack}.yaml; it must be a Pulumi secret",
-                f"pulumi config set --secret {full} VALUE -s {stack} (this replaces the plain"
-                " value with an encrypted one; also revoke the exposed token, git keeps it)",
-            )
 
 
 def _check_secrets(cfg: StackConfig, present: Mapping[str, bool], stack: str) -> None:
@@ -110,6 +100,12 @@ def _decode(name: str, value: Any) -> Any:
         return json.loads(value)
     except json.JSONDecodeError:
         return value  # let the model report the type error against the field
+    except RecursionError:
+        raise InvalidStackConfig(
+            f"{PROJECT}:{name}",
+            "is nested hundreds of levels deep; no setting of this project nests more than four",
+            "write the value as the template in Pulumi.yaml shows it",
+        ) from None
 
 
 def _top_level_fields() -> dict[str, FieldInfo]:
@@ -192,11 +188,11 @@ def _describe(error: ErrorDetails, loc: tuple[str | int, ...], stack: str) -> tu
     shown = error.get("input")
     if kind in {"model_type", "dict_type", "list_type"}:
         return (
-            f"{message.lower()} (got {shown!r})",
+            f"{message.lower()} (got {show(shown)})",
             f"write {key} as a YAML {'list' if kind == 'list_type' else 'map'}"
             f" in Pulumi.{stack}.yaml",
         )
-    return f"{shown!r} is invalid: {message[0].lower()}{message[1:]}", _describe_fix(loc, stack)
+    return f"{show(shown)} is invalid: {message[0].lower()}{message[1:]}", _describe_fix(loc, stack)
 
 
 def _describe_fix(loc: tuple[str | int, ...], stack: str) -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from ipaddress import IPv4Network
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator
 
 from planning.catalog import extra_gvnic_networks
 from planning.cidrs import (
@@ -24,7 +24,7 @@ from planning.cidrs import (
     usable_addresses,
 )
 from stack_config.base import ConfigModel
-from stack_config.errors import ConfigProblem
+from stack_config.errors import ConfigProblem, show
 from stack_config.gpu_pool import GpuConfig
 
 
@@ -33,7 +33,9 @@ def _parse_cidr(value: Any) -> Any:
     if isinstance(value, IPv4Network):
         return value
     if not isinstance(value, str):
-        raise ConfigProblem((), f"expected a CIDR string such as 10.0.0.0/20, got {value!r}", "")
+        raise ConfigProblem(
+            (), f"expected a CIDR string such as 10.0.0.0/20, got {show(value)}", ""
+        )
     try:
         return IPv4Network(value, strict=True)
     except ValueError:
@@ -41,14 +43,48 @@ def _parse_cidr(value: Any) -> Any:
             loose = IPv4Network(value, strict=False)
         except ValueError:
             raise ConfigProblem(
-                (), f"{value!r} is not an IPv4 CIDR", "write it as ADDRESS/PREFIX, e.g. 10.0.0.0/20"
+                (),
+                f"{show(value)} is not an IPv4 CIDR",
+                "write it as ADDRESS/PREFIX, e.g. 10.0.0.0/20",
             ) from None
         raise ConfigProblem(
-            (), f"{value!r} has host bits set", f"use the network address: {loose}"
+            (), f"{show(value)} has host bits set", f"use the network address: {loose}"
         ) from None
 
 
 Cidr = Annotated[IPv4Network, BeforeValidator(_parse_cidr)]
+
+PROHIBITED_RANGES: Final[dict[IPv4Network, str]] = {
+    IPv4Network("0.0.0.0/8"): "the current (local) network, RFC 1122",
+    IPv4Network("127.0.0.0/8"): "loopback, RFC 1122",
+    IPv4Network("169.254.0.0/16"): "link-local, RFC 3927 (the metadata server lives there)",
+    IPv4Network("224.0.0.0/4"): "multicast, RFC 5771",
+    IPv4Network("255.255.255.255/32"): "the limited broadcast address, RFC 919",
+    IPv4Network("199.36.153.4/30"): "restricted.googleapis.com (Private Google Access)",
+    IPv4Network("199.36.153.8/30"): "private.googleapis.com (Private Google Access)",
+}
+"""Ranges GCP refuses for VPC subnets, secondary ranges and private services access
+("Prohibited IPv4 subnet ranges", https://cloud.google.com/vpc/docs/subnets#valid-ranges).
+Google's own public netblocks are prohibited too; they change, and are not checked here."""
+GPU_ROUTED: Final = IPv4Network("192.168.0.0/16")
+"""The range GPU nodes route on their gVNIC and RDMA NICs (the default plan and the
+firewall-gvnic-internal policy keep eth1..eth9 inside it)."""
+
+
+def _vpc_usable(value: IPv4Network) -> IPv4Network:
+    for prohibited, why in PROHIBITED_RANGES.items():
+        if value.overlaps(prohibited):
+            raise ConfigProblem(
+                (),
+                f"{value} overlaps {prohibited} ({why}), which GCP refuses in a VPC",
+                "use a private range (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16) or another"
+                " range GCP lists as valid for subnets",
+            )
+    return value
+
+
+VpcCidr = Annotated[IPv4Network, BeforeValidator(_parse_cidr), AfterValidator(_vpc_usable)]
+"""A range the VPCs use (subnets, secondary ranges, private services access)."""
 
 
 class AuthorizedNetwork(ConfigModel):
@@ -61,24 +97,24 @@ class AuthorizedNetwork(ConfigModel):
 class NetworkConfig(ConfigModel):
     """Address plan of the three VPCs and control-plane access."""
 
-    primary_cidr: Cidr = Field(
+    primary_cidr: VpcCidr = Field(
         IPv4Network("10.0.0.0/20"), description="Cluster subnet (node IPs) in gcp:region."
     )
-    pods_cidr: Cidr = Field(IPv4Network("10.4.0.0/14"), description="Pods secondary range.")
-    services_cidr: Cidr = Field(
+    pods_cidr: VpcCidr = Field(IPv4Network("10.4.0.0/14"), description="Pods secondary range.")
+    services_cidr: VpcCidr = Field(
         IPv4Network("10.0.32.0/20"), description="Services secondary range."
     )
-    gvnic_cidr: Cidr = Field(
+    gvnic_cidr: VpcCidr = Field(
         IPv4Network("192.168.0.0/21"),
         description="gVNIC subnet (second NIC, eth1); one address per GPU node (a /21 holds"
         " 2044, GKE's pool maximum is 1000).",
     )
-    rdma_cidrs: list[Cidr] | None = Field(
+    rdma_cidrs: list[VpcCidr] | None = Field(
         None,
         description="One subnet per RDMA NIC; default: consecutive subnets of gvnicCidr's size"
         " after it (192.168.8.0/21 ... 192.168.64.0/21), none for GPUs without RDMA.",
     )
-    psa_cidr: Cidr = Field(
+    psa_cidr: VpcCidr = Field(
         IPv4Network("172.16.0.0/20"),
         description="Private services access range reserved for the Managed Lustre servers"
         " (a /16 to /23: Managed Lustre needs a /23 or larger; Google's examples use a /20)."
@@ -93,8 +129,9 @@ class NetworkConfig(ConfigModel):
     )
     authorized_networks: list[AuthorizedNetwork] = Field(
         default_factory=list,
+        max_length=50,
         description="CIDRs allowed to reach the control plane's IP endpoint (list of"
-        " {name, cidr}).",
+        " {name, cidr}; GKE takes at most 50 on a public endpoint).",
     )
     control_plane_endpoint: Literal["dns", "ip"] = Field(
         "dns",
@@ -125,6 +162,18 @@ class NetworkConfig(ConfigModel):
             )
         return value
 
+    @field_validator("psa_cidr")
+    @classmethod
+    def _psa_off_gpu_routes(cls, value: IPv4Network) -> IPv4Network:
+        if value.overlaps(GPU_ROUTED):
+            raise ConfigProblem(
+                (),
+                f"{value} overlaps {GPU_ROUTED}, which GPU nodes route on their gVNIC and RDMA"
+                " NICs: Lustre traffic would leave on the wrong NIC and never arrive",
+                "use a range outside 192.168.0.0/16, e.g. the default 172.16.0.0/20",
+            )
+        return value
+
     @field_validator("authorized_networks")
     @classmethod
     def _unique_names(cls, value: list[AuthorizedNetwork]) -> list[AuthorizedNetwork]:
@@ -133,7 +182,7 @@ class NetworkConfig(ConfigModel):
             if names.index(n) != i:
                 raise ConfigProblem(
                     (i, "name"),
-                    f"name {n!r} is used twice",
+                    f"name {show(n)} is used twice",
                     "give each authorized network its own name",
                 )
         return value
@@ -172,6 +221,17 @@ def address_plan_problems(
             "move network.gvnicCidr or list network.rdmaCidrs explicitly",
         )
         return
+    if configured is None:
+        for net in rdma:
+            try:
+                _vpc_usable(net)
+            except ConfigProblem as problem:
+                yield ConfigProblem(
+                    ("network", "gvnicCidr"),
+                    f"the default RDMA plan after it reaches {problem.problem}",
+                    "move network.gvnicCidr or list network.rdmaCidrs explicitly",
+                )
+                return
     for dup in duplicates(rdma):
         yield ConfigProblem(
             ("network", "rdmaCidrs"),

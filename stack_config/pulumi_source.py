@@ -9,7 +9,7 @@ import pulumi
 from pulumi.runtime import config as runtime_config
 
 from planning.naming import PROJECT
-from stack_config.stack import SECRET_KEYS
+from stack_config.secrets import SECRET_KEYS
 
 
 def current_config_values() -> dict[str, Any]:

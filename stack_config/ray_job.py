@@ -4,16 +4,21 @@ the GRPO job, with the rules that tie the job to the GPU pool and the image to t
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal
+from typing import Annotated, Final, Literal, Self
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from planning.ray import IMAGE_CUDA, GrpoRun, image_tag
+from planning.ray import IMAGE_CUDA, RUN_ID_LENGTH, GrpoRun, image_tag
 from planning.versions import VERSIONS
 from stack_config.base import ConfigModel
-from stack_config.errors import ConfigProblem
+from stack_config.errors import ConfigProblem, show, show_text
 from stack_config.gpu_pool import MAX_NODES_PER_POOL_ZONE, GpuConfig
 from stack_config.local_chart import local_chart_version
+from stack_config.text_rules import PATH_SEGMENT, hf_model_id, hydra_word
+
+MAX_RAYJOB_NAME: Final = 47
+"""KubeRay refuses longer RayJob names: MaxRayJobNameLength = MaxRayClusterNameLength (53) - 6,
+the suffix of the RayCluster it creates (ray-operator controllers/ray/utils/constant.go)."""
 
 
 class HeadConfig(ConfigModel):
@@ -30,17 +35,18 @@ class JobConfig(ConfigModel):
     enabled: bool = Field(False, description="Create the RayJob (starts a training run).")
     name: str = Field(
         "grpo-gsm8k",
-        pattern=r"^[a-z]([-a-z0-9]{0,45}[a-z0-9])?$",
-        description="RayJob name (DNS-1035, at most 47 characters).",
+        pattern=r"^[a-z]([-a-z0-9]{0,36}[a-z0-9])?$",
+        description="Base of the RayJob's name, <name>-<runId>[-a<attempt>] (DNS-1035; KubeRay"
+        " takes at most 47 characters in all, so at most 38 here).",
     )
     config: str | None = Field(
         None,
-        pattern=r"^examples/configs/[A-Za-z0-9_./-]+\.yaml$",
+        pattern=rf"^examples/configs/({PATH_SEGMENT}/)*{PATH_SEGMENT}\.yaml$",
+        max_length=200,
         description="NeMo RL config inside the image (default from the GPU catalog).",
     )
-    model: str | None = Field(
+    model: Annotated[str, AfterValidator(hf_model_id)] | None = Field(
         None,
-        pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$",
         description="Hugging Face model id (default from the GPU catalog).",
     )
     steps: int = Field(10, ge=1, le=1_000_000, description="grpo.max_num_steps.")
@@ -55,7 +61,8 @@ class JobConfig(ConfigModel):
     )
     runs_dir: str = Field(
         "/data/nemo-rl/runs",
-        pattern=r"^/data/[A-Za-z0-9_./-]+$",
+        pattern=rf"^/data(/{PATH_SEGMENT})+$",
+        max_length=200,
         description="Folder on the shared volume (/data) holding one directory per run"
         " (<name>-<runId>/checkpoints and /logs).",
     )
@@ -74,7 +81,26 @@ class JobConfig(ConfigModel):
         " re-runs a finished RayJob); NeMo RL resumes from the run's newest checkpoint.",
     )
     wandb: bool = Field(False, description="Log to Weights & Biases (needs wandbApiKey).")
-    wandb_project: str = Field("nemo-rl-gke", description="W&B project when wandb is on.")
+    wandb_project: Annotated[str, AfterValidator(hydra_word)] = Field(
+        "nemo-rl-gke",
+        pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,127}$",
+        description="W&B project when wandb is on (a letter, then letters, digits, _ . -).",
+    )
+
+    @model_validator(mode="after")
+    def _rayjob_name_fits(self) -> Self:
+        run_id = len(self.run_id) if self.run_id else RUN_ID_LENGTH
+        attempt = len(f"-a{self.attempt}") if self.attempt > 1 else 0
+        length = len(self.name) + 1 + run_id + attempt
+        if length > MAX_RAYJOB_NAME:
+            raise ConfigProblem(
+                ("name",),
+                f"the RayJob is named <name>-<run id>{'-a<attempt>' if attempt else ''}, here"
+                f" {length} characters; KubeRay refuses RayJob names over {MAX_RAYJOB_NAME}",
+                f"shorten ray.job.name to at most {MAX_RAYJOB_NAME - (length - len(self.name))}"
+                " characters (or ray.job.runId)",
+            )
+        return self
 
 
 class RayConfig(ConfigModel):
@@ -122,13 +148,14 @@ class RayConfig(ConfigModel):
         if found is None:
             raise ConfigProblem(
                 (),
-                f"{value!r} is not a Helm chart (no Chart.yaml)",
+                f"{show(value)} is not a Helm chart (no Chart.yaml)",
                 "point ray.chartPath at a kuberay-operator chart folder or .tgz, or remove it",
             )
         if found != pinned:
             raise ConfigProblem(
                 (),
-                f"the chart at {value} is version {found}, but the pinned KubeRay is {pinned}"
+                f"the chart at {show(value)} is version {show_text(found)}, but the pinned"
+                f" KubeRay is {pinned}"
                 " (the CRD Job applies that version's CRDs)",
                 f"use the kuberay-operator {pinned} chart, or change kuberay_chart in"
                 " planning/versions.py",
@@ -160,6 +187,13 @@ def grpo_run(ray: RayConfig, gpu: GpuConfig) -> GrpoRun:
 def job_fits_pool_problems(ray: RayConfig, gpu: GpuConfig) -> Iterator[ConfigProblem]:
     """The job asks for no more nodes and GPUs than the pool has. Paths relative to the stack."""
     job, row = ray.job, gpu.profile
+    if job.enabled and gpu.max_nodes == 0:
+        yield ConfigProblem(
+            ("ray", "job", "enabled"),
+            "the GRPO job needs GPU nodes, and the GPU pool has 0 (gpu.nodes is 0)",
+            "set gpu.nodes (or gpu.autoscaling.max) to 1 or more, or ray.job.enabled to false",
+        )
+        return
     if job.nodes is not None and job.nodes > gpu.max_nodes:
         yield ConfigProblem(
             ("ray", "job", "nodes"),

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from preflight.cli import main
-from preflight.stackfiles import SECRET_PLACEHOLDER
+from preflight.cli_values import SECRET_PLACEHOLDER
 from tests.harness import REPO, variant, write_stack
 
 

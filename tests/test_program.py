@@ -461,7 +461,7 @@ def test_gated_model_job_without_token_fails_early(tmp_path: Path) -> None:
 
 
 def test_tokens_become_a_secret_and_never_appear_in_output(tmp_path: Path) -> None:
-    from preflight.stackfiles import SECRET_PLACEHOLDER
+    from preflight.cli_values import SECRET_PLACEHOLDER
 
     config = variant(
         "b200",

@@ -518,7 +518,7 @@ def test_secrets_are_not_part_of_the_model() -> None:
 
 @pytest.mark.parametrize("key", ["hfToken", "wandbApiKey"])
 def test_plaintext_secret_values_are_refused_without_echoing_them(key: str) -> None:
-    from stack_config.stack import SECRET_KEYS
+    from stack_config import SECRET_KEYS
 
     assert key in SECRET_KEYS
     vals = values()

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from preflight.cli_values import SECRET_PLACEHOLDER
 from preflight.stackfiles import (
-    SECRET_PLACEHOLDER,
     StackFileError,
     read_project,
     read_stack,
@@ -125,10 +125,107 @@ def test_a_declared_secret_key_in_plain_text_is_refused(tmp_path: Path) -> None:
     assert read_stack(project, secure).secret_keys == ["demo:token"]
 
 
-def test_unnamespaced_stack_key_is_rejected(tmp_path: Path) -> None:
-    bad = write(tmp_path, "Pulumi.n.yaml", {"config": {"zone": "us-central1-b"}})
-    with pytest.raises(StackFileError, match="needs a namespace"):
-        read_stack(read_project(REPO), bad)
+def test_bare_and_old_form_keys_are_namespaced_like_the_cli(tmp_path: Path) -> None:
+    # sdk/go/common/workspace/loaders.go namespaces a bare key with the project;
+    # config.ParseKey reads `ns:config:name` as `ns:name` and refuses more colons.
+    project = read_project(REPO)
+    path = write(
+        tmp_path,
+        "Pulumi.n.yaml",
+        {"config": {"zone": "us-central1-b", "nemo-rl-gke:config:gpu": {"type": "l4"}}},
+    )
+    values = read_stack(project, path).values
+    assert values["nemo-rl-gke:zone"] == "us-central1-b"
+    assert json.loads(values["nemo-rl-gke:gpu"]) == {"type": "l4"}
+    bad = write(tmp_path, "Pulumi.b.yaml", {"config": {**REQUIRED, "a:b:c:d": 1}})
+    with pytest.raises(StackFileError, match="could not parse a:b:c:d as a configuration key"):
+        read_stack(project, bad)
+    twice = write(
+        tmp_path,
+        "Pulumi.t.yaml",
+        {"config": {**REQUIRED, "protect": True, "nemo-rl-gke:protect": False}},
+    )
+    with pytest.raises(StackFileError, match="are the same key"):
+        read_stack(project, twice)
+
+
+def test_a_top_level_key_that_does_nothing_is_refused(tmp_path: Path) -> None:
+    # The CLI ignores `confg:` (a typo): none of the stack's settings would apply.
+    path = tmp_path / "Pulumi.c.yaml"
+    path.write_text("confg:\n  nemo-rl-gke:zone: us-central1-b\n")
+    with pytest.raises(
+        StackFileError, match=r"top-level key confg does nothing.*did you mean config"
+    ):
+        read_stack(read_project(REPO), path)
+
+
+def test_a_secret_is_what_the_cli_decrypts_and_taints_its_whole_key(tmp_path: Path) -> None:
+    project = read_project(REPO)
+    path = tmp_path / "Pulumi.s.yaml"
+    path.write_text(
+        "config:\n"
+        "  nemo-rl-gke:zone: us-central1-b\n"
+        "  nemo-rl-gke:gpu: {type: l4, nodes: 1}\n"
+        "  nemo-rl-gke:labels:\n"
+        "    team: {secure: v1:AAAA}\n"
+        "  nemo-rl-gke:hfToken: {secure: 5}\n"  # not a string: a plain object to the CLI
+    )
+    read = read_stack(project, path)
+    assert json.loads(read.values["nemo-rl-gke:labels"]) == {"team": SECRET_PLACEHOLDER}
+    assert read.secret_keys == ["nemo-rl-gke:labels"]
+    assert json.loads(read.values["nemo-rl-gke:hfToken"]) == {"secure": 5}
+
+
+def test_values_reach_the_program_as_the_cli_passes_them(tmp_path: Path) -> None:
+    project = read_project(REPO)
+    path = tmp_path / "Pulumi.v.yaml"
+    path.write_text(
+        "config:\n"
+        "  nemo-rl-gke:zone: us-central1-b\n"
+        "  nemo-rl-gke:gpu: {type: l4, nodes: 0x2}\n"
+        "  nemo-rl-gke:name: 010\n"
+        "  nemo-rl-gke:cluster: {maintenance: {windowStart: 2026-01-03T04:00:00Z}}\n"
+        "  nemo-rl-gke:verify: {storage: {minFraction: 1.0}}\n"
+        "  gcp:project: 18446744073709551615\n"
+        "  nemo-rl-gke:labels: {big: 18446744073709551615}\n"
+    )
+    values = read_stack(project, path).values
+    assert values["nemo-rl-gke:gpu"] == '{"nodes":2,"type":"l4"}'
+    assert values["nemo-rl-gke:name"] == "8"
+    assert (
+        values["nemo-rl-gke:cluster"]
+        == '{"maintenance":{"windowStart":"2026-01-03 04:00:00 +0000 UTC"}}'
+    )
+    assert values["nemo-rl-gke:verify"] == '{"storage":{"minFraction":1}}'
+    # A uint64: passed as written at the top level, as a float64 inside an object (the CLI
+    # stores objects as JSON and reads numbers back as int64 or float64; the real CLI agrees,
+    # tests/engine/test_stack_files.py).
+    assert values["gcp:project"] == "18446744073709551615"
+    assert values["nemo-rl-gke:labels"] == '{"big":18446744073709552000}'
+
+
+def test_yes_is_not_a_boolean_to_the_cli(tmp_path: Path) -> None:
+    path = tmp_path / "Pulumi.y.yaml"
+    path.write_text("config:\n  nemo-rl-gke:protect: yes\n")
+    with pytest.raises(StackFileError, match="nemo-rl-gke:protect must be a boolean"):
+        read_stack(read_project(REPO), path)
+
+
+def test_a_number_json_cannot_carry_is_refused_like_the_cli(tmp_path: Path) -> None:
+    path = tmp_path / "Pulumi.f.yaml"
+    path.write_text("config:\n  nemo-rl-gke:verify: {storage: {minFraction: .nan}}\n")
+    with pytest.raises(StackFileError, match="json: unsupported value: NaN"):
+        read_stack(read_project(REPO), path)
+
+
+def test_a_type_error_never_shows_a_secret(tmp_path: Path) -> None:
+    path = tmp_path / "Pulumi.z.yaml"
+    path.write_text("config:\n  nemo-rl-gke:zone: [{secure: v1:CIPHERTEXT}]\n")
+    with pytest.raises(StackFileError) as info:
+        read_stack(read_project(REPO), path)
+    assert "must be a string" in str(info.value)
+    assert "CIPHERTEXT" not in str(info.value)
+    assert "[secret]" in str(info.value)
 
 
 def test_stack_name_comes_from_the_file_name() -> None:
@@ -150,7 +247,7 @@ def test_every_stack_sets_location_and_disables_default_kubernetes(stack: str) -
 
 def test_pulumi_yaml_documents_every_key() -> None:
     """Every model field is declared (typed) in Pulumi.yaml and described in its template."""
-    from stack_config.stack import SECRET_KEYS, StackConfig
+    from stack_config import SECRET_KEYS, StackConfig
 
     project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
     template = project["template"]["config"]
@@ -187,7 +284,7 @@ def test_pulumi_yaml_documents_every_key() -> None:
 
 def test_every_secret_looking_setting_is_a_secret_key() -> None:
     """A future token or key must join SECRET_KEYS, so plaintext values are refused for it."""
-    from stack_config.stack import SECRET_KEYS
+    from stack_config import SECRET_KEYS
 
     project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
     looks_secret = re.compile(r"(token|apikey|password|secret|credential)", re.I)

@@ -70,7 +70,10 @@ def test_nccl_thresholds_come_from_googles_figures_with_the_margin() -> None:
     # No published all_reduce figure: reported, not judged, unless configured.
     assert "MIN_BUSBW_all_reduce" not in gates_of("b200")["nccl"].env
     tuned = gates_of(
-        "b200", verify={"nccl": {"minBusBandwidthGbps": 310, "minAllReduceBusBandwidthGbps": 250}}
+        "b200",
+        verify={
+            "nccl": {"minBusBandwidthGBPerSecond": 310, "minAllReduceBusBandwidthGBPerSecond": 250}
+        },
     )
     assert tuned["nccl"].env["MIN_BUSBW_all_gather"] == "310"
     assert tuned["nccl"].env["MIN_BUSBW_all_reduce"] == "250"

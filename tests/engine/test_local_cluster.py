@@ -577,7 +577,7 @@ def test_a_gpu_gate_runs_again_once_the_raycluster_is_destroyed(b200: str) -> No
     scenario = ROOT / SCENARIO_FILE
     slow = Scenario(busbw_8g={"all_gather": 250.0, "all_reduce": 200.0})
     scenario.write_text(slow.to_json(), encoding="utf-8")
-    key = "nemo-rl-gke:verify.nccl.minBusBandwidthGbps"
+    key = "nemo-rl-gke:verify.nccl.minBusBandwidthGBPerSecond"
     try:
         must(pulumi(b200, "config", "set", "--path", key, "300", env=env))
         free_the_gpus(b200, env)

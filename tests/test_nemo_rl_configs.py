@@ -79,7 +79,7 @@ def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
 def job_command(result: Any) -> tuple[str, list[str]]:
     """(config file, overrides) of the RayJob's `run_grpo.py` command."""
     (_, _, script) = shlex.split(by_name(result)["ray-job"].inputs["spec"]["entrypoint"])
-    words = shlex.split(script.split(" && cd /opt/nemo-rl && ", 1)[1])
+    words = shlex.split("uv run python " + script.split(" && uv run python ", 1)[1])
     at = words.index("--config")
     return words[at + 1], words[at + 2 :]
 

@@ -64,8 +64,9 @@ def test_the_smoke_submits_what_a_rayjob_of_the_smoke_run_would(b200_smoke: Resu
     assert json.loads(env["ENTRYPOINT_RESOURCES"]) == json.loads(rayjob["entrypointResources"])
     smoke_script = shlex.split(env["ENTRYPOINT"])[2]
     job_script = shlex.split(rayjob["entrypoint"])[2]
-    setup = job_script.split(" && mkdir -p ")[0]
-    assert smoke_script.split(" && mkdir -p ")[0] == setup
+    setup = job_script.split(" && { mkdir -p ")[0]
+    assert smoke_script.split(" && { mkdir -p ")[0] == setup
+    assert setup.startswith("unset CUDA_VISIBLE_DEVICES RAY_worker_niceness && ")
     assert "uv run python examples/run_grpo.py --config examples/configs/grpo_smoke.yaml" in (
         smoke_script
     )
@@ -79,7 +80,7 @@ def test_the_smoke_overrides_pass_nemo_rl_s_own_parser_on_its_smoke_config(
     b200_smoke: Result,
 ) -> None:
     script = shlex.split(env_of(smoke_job(b200_smoke))["ENTRYPOINT"])[2]
-    words = shlex.split(script.split(" && cd /opt/nemo-rl && ", 1)[1])
+    words = shlex.split("uv run python " + script.split(" && uv run python ", 1)[1])
     at = words.index("--config")
     assert words[at + 1] == SMOKE_CONFIG
     cfg = apply_overrides(load_config(CONFIGS / Path(SMOKE_CONFIG).name), words[at + 2 :])

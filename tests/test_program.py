@@ -320,9 +320,7 @@ def test_rdma_workers_are_wired_per_gpu(stack_name: str, tuner: str, accel: str)
     env = _env(container)
     # KubeRay runs the args before `ray start`: Google's gIB script and this GPU's tuner, NeMo
     # RL's NUMA map, and the container's end when a setup step fails.
-    assert container["args"] == [
-        f"{gib_shell_setup(tuner)} && {numa_affinity_setup()} || exit 1"
-    ]
+    assert container["args"] == [f"{gib_shell_setup(tuner)} && {numa_affinity_setup()} || exit 1"]
     assert container["terminationMessagePolicy"] == "FallbackToLogsOnError"
     assert "LD_LIBRARY_PATH" not in env  # the image's library path is extended, not replaced
     assert env["RAY_memory_monitor_refresh_ms"] == "0"

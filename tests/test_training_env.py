@@ -72,7 +72,9 @@ def bash(
         check=False,
         timeout=30,
     )
-    pairs = [i.split("=", 1) for i in out.read_text().split("\0") if "=" in i] if out.exists() else []
+    pairs = (
+        [i.split("=", 1) for i in out.read_text().split("\0") if "=" in i] if out.exists() else []
+    )
     hidden = ("ENV_OUT", "CALLS", "PWD", "SHLVL", "_", "OLDPWD")
     final = {k: v for k, v in pairs if k not in hidden}
     return proc, final, calls.read_text().splitlines() if calls.exists() else []

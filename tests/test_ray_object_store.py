@@ -58,12 +58,12 @@ def plasma_directory(
 ) -> tuple[str, int]:
     """(folder, size) of the object store Ray picks in a pod of this shape."""
     monkeypatch.setattr(ray._private.utils, "get_shared_memory_bytes", lambda: shm)
-    monkeypatch.setattr(ray._private.utils, "estimate_available_memory", lambda: memory)
     monkeypatch.setattr(ray._common.utils, "get_system_memory", lambda *_, **__: memory)
     explicit = params.get("object-store-memory")
     # What `ray start` does (scripts.py, then node.py), with our start parameter if any.
+    # (`estimate_available_memory()` there: the fresh pod's memory limit.)
     size = ray._private.utils.resolve_object_store_memory(
-        ray._private.utils.estimate_available_memory(), int(explicit) if explicit else None
+        memory, int(explicit) if explicit else None
     )
     folder, _, size = ray._private.services.determine_plasma_store_config(size, str(tmp_path))
     return str(folder), int(size)

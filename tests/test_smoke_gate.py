@@ -19,9 +19,10 @@ from planning.verify import SMOKE_CONFIG, SMOKE_MODEL, plan_smoke
 from preflight.cli import Result
 from program.verification import verify_inputs
 from stack_config import InvalidStackConfig, load_stack_config
+from testbed.nemo_rl_standin.config_rules import apply_overrides, load_config
 from tests.harness import by_name, run_stack, stack_data, variant
 from tests.test_first_deploy_order import closure, named
-from tests.test_nemo_rl_configs import CONFIGS, apply_overrides, load_config
+from tests.test_nemo_rl_configs import CONFIGS
 from tests.test_nemo_rl_configs import pytestmark as needs_nemo_rl_configs
 from tests.test_schemas import KUBERNETES_VERSION, plain
 from tests.test_verification import config

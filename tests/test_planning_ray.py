@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import shlex
+import tomllib
 
 import pytest
+import ray
 
 from planning.catalog import GPU_CATALOG
 from planning.ray import (
@@ -21,6 +23,7 @@ from planning.ray import (
     worker_size,
 )
 from planning.versions import VERSIONS
+from tests.harness import REPO
 
 
 def test_worker_takes_the_whole_node_with_headroom() -> None:
@@ -43,6 +46,11 @@ def test_worker_takes_the_whole_node_with_headroom() -> None:
 def test_pinned_image_matches_pinned_ray_version() -> None:
     tag = image_tag(VERSIONS.nemo_rl_image.value)
     assert IMAGE_RAY[tag] == VERSIONS.ray_version.value  # rayVersion must equal the image's Ray
+    # The test bed's Ray (the project's dev group) is the image's.
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    pins = [d for d in project["dependency-groups"]["dev"] if d.startswith("ray[")]
+    assert pins == [f"ray[default]=={VERSIONS.ray_version.value}"]
+    assert ray.__version__ == VERSIONS.ray_version.value
     assert IMAGE_CUDA[tag] == (13, 2)  # platform-facts §h: v0.7.0 is CUDA 13.2
     assert VERSIONS.gpu_driver_version.value == "LATEST"
 

@@ -328,6 +328,8 @@ def test_rdma_workers_are_wired_per_gpu(stack_name: str, tuner: str, accel: str)
     assert worker["resources"] == {"nemo_rl_gib": "1"}
     assert "resources" not in worker["rayStartParams"]
     assert worker["rayStartParams"]["num-gpus"] == "8"
+    # The object store sized with /dev/shm (tests/test_ray_object_store.py asks Ray about it).
+    assert worker["rayStartParams"]["object-store-memory"] == str(186 * 2**30)
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
     assert container["resources"]["requests"] == container["resources"]["limits"]
     volumes = {v["name"]: v for v in spec["volumes"]}

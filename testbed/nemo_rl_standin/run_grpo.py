@@ -212,7 +212,7 @@ def main() -> int:
     if problems:
         for problem in problems:
             say(f"FAILED: {problem}")
-        return 1
+        raise RuntimeError(f"{len(problems)} of {len(actors)} workers cannot train: {problems[0]}")
     for step in range(start + 1, steps + 1):
         say(f"step {step}/{steps} (stand-in: no training)")
     if checkpoints is not None:

@@ -21,6 +21,7 @@ from planning.ray import (
     GIB_RESOURCE,
     HF_HOME,
     OWN_CLUSTER_RETRIES,
+    TOKENS_DIR,
     PodSize,
     numa_affinity_setup,
     port_forward_command,
@@ -267,6 +268,11 @@ class RayWorkload(pulumi.ComponentResource):
             {GCSFUSE_ANNOTATION: "true"} if args.data_is_gcsfuse else {}
         )
         data_volume = {"name": "data", "persistentVolumeClaim": {"claimName": args.data_claim}}
+        # The token Secret as files too: they follow the Secret in running pods, where the
+        # environment stays what it was at start (planning.ray.token_refresh). Optional: a stack
+        # without tokens has no Secret.
+        tokens_volume = {"name": "tokens", "secret": {"secretName": TOKEN_SECRET, "optional": True}}
+        tokens_mount = {"name": "tokens", "mountPath": TOKENS_DIR, "readOnly": True}
         head_resources = {"cpu": str(args.head_cpu), "memory": f"{args.head_memory_gib}Gi"}
         head = {
             "serviceType": "ClusterIP",
@@ -296,10 +302,11 @@ class RayWorkload(pulumi.ComponentResource):
                             "volumeMounts": [
                                 {"name": "data", "mountPath": DATA_DIR},
                                 {"name": "ray-logs", "mountPath": "/tmp/ray"},
+                                tokens_mount,
                             ],
                         }
                     ],
-                    "volumes": [data_volume, {"name": "ray-logs", "emptyDir": {}}],
+                    "volumes": [data_volume, {"name": "ray-logs", "emptyDir": {}}, tokens_volume],
                 },
             },
         }
@@ -316,12 +323,14 @@ class RayWorkload(pulumi.ComponentResource):
             {"name": "data", "mountPath": DATA_DIR},
             {"name": "dshm", "mountPath": "/dev/shm"},
             {"name": "ray-logs", "mountPath": "/tmp/ray"},
+            tokens_mount,
         ]
         volumes: list[dict[str, Any]] = [
             data_volume,
             # NCCL and vLLM exchange tensors through /dev/shm; the default 64 MiB is far too small.
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{size.shm_gib}Gi"}},
             {"name": "ray-logs", "emptyDir": {}},
+            tokens_volume,
         ]
         # KubeRay runs the container's args, then `&& ulimit ...; ray start`, in one bash: the
         # environment set here is the one of the raylet and of every Ray process it starts.
@@ -333,23 +342,23 @@ class RayWorkload(pulumi.ComponentResource):
         worker_annotations.update(parts.annotations)
         mounts += parts.mounts
         volumes += parts.volumes
-        # GPUs declared explicitly (NeMo RL's Kubernetes guide does, and KubeRay derives them from
-        # the GPU limit only when it can read every other start parameter); the object store
-        # sized with /dev/shm (planning.ray.worker_size).
-        ray_start_params = {
-            "num-gpus": str(size.gpus),
-            "object-store-memory": str(size.object_store_bytes),
-        }
-        # Once per RDMA worker: the job's driver asks for it (see planning.ray). The group's
-        # typed `resources` field, which KubeRay turns into `--resources` itself.
-        group_resources = {GIB_RESOURCE: "1"} if args.rdma is not None else {}
+        # The object store sized with /dev/shm (planning.ray.worker_size).
+        ray_start_params = {"object-store-memory": str(size.object_store_bytes)}
+        # GPUs declared explicitly (NeMo RL's Kubernetes guide does; KubeRay otherwise derives
+        # them from the GPU limit only when it can read every other start parameter), and once
+        # per RDMA worker the gIB resource the job's driver asks for (see planning.ray): in the
+        # group's typed `resources`, which KubeRay turns into `--num-gpus` and `--resources`
+        # itself. (It refuses a group that also sets num-gpus or resources in rayStartParams.)
+        group_resources = {"GPU": str(size.gpus)}
+        if args.rdma is not None:
+            group_resources[GIB_RESOURCE] = "1"
         worker = {
             "groupName": "gpu-workers",
             "replicas": replicas,
             "minReplicas": min_replicas,
             "maxReplicas": max_replicas,
             "rayStartParams": ray_start_params,
-            **({"resources": group_resources} if group_resources else {}),
+            "resources": group_resources,
             "template": {
                 "metadata": {"annotations": worker_annotations},
                 "spec": {

@@ -350,6 +350,25 @@ job's runtime env, and an actor started with CUDA_VISIBLE_DEVICES="" and num_gpu
 Ray's GPU-id lookup (SOURCE.md, reproduced with Ray 2.55.1)."""
 
 
+TOKENS_DIR = "/var/run/secrets/nemo-rl-gke"
+"""Where the Ray pods mount the token Secret as files (optional: the Secret may not exist)."""
+TOKEN_ENV = ("HF_TOKEN", "WANDB_API_KEY")
+"""The tokens NeMo RL's run reads from its environment (keys of the token Secret)."""
+
+
+def token_refresh() -> str:
+    """The driver takes the tokens from the Secret's files, not from its pod's environment: a
+    pod's environment is fixed when it starts, so a token set after the RayCluster exists (say
+    `hfToken`, when the job is switched on later) would never reach a job, while Secret files
+    follow the Secret. NeMo RL forwards the driver's environment to every worker. The values
+    never appear in the script, the RayJob or a log."""
+    names = " ".join(TOKEN_ENV)
+    return (
+        f'for key in {names}; do if [ -s "{TOKENS_DIR}/$key" ]; then'
+        f' export "$key=$(cat "{TOKENS_DIR}/$key")"; fi; done'
+    )
+
+
 def model_download(model: str) -> str:
     """Put the policy model into the Hugging Face cache on /data once, before NeMo RL starts:
     otherwise every training and generation worker (16 on two B200 nodes) asks the Hub for the
@@ -368,6 +387,7 @@ def grpo_script_text(run: GrpoRun) -> str:
     steps = fail_fast(
         [
             f"unset {' '.join(DRIVER_CLEAN_ENV)}",
+            token_refresh(),
             *setup,
             f"mkdir -p {shlex.quote(run.log_dir)}",
             f"cd {NEMO_RL_DIR}",

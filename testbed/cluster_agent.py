@@ -75,10 +75,12 @@ class Agent:
         self.handled: set[str] = set()
         api = KubeApi(Path(self.kubeconfig))
         self.ray_pods = RayPods(Path(options.ray_root), api, self.run_kubectl, say)
-        self.network = ClusterNetwork(api, say, self.ray_pods.host_port).start()
+        # For tests and people (and a restarted agent): the cluster's Services by name.
+        address = Path(options.root) / "cluster-network-proxy"
+        earlier = address.read_text().rsplit(":", 1)[-1] if address.exists() else "0"
+        self.network = ClusterNetwork(api, say, self.ray_pods.host_port).start(int(earlier))
         self.ray_pods.network = self.network
-        # For tests and people: the cluster's Services by name, from this host.
-        (Path(options.root) / "cluster-network-proxy").write_text(self.network.url)
+        address.write_text(self.network.url)
         self.gates = GatePods(Path(options.root), self.run_kubectl, say, self.network.proxy_env())
 
     def run_kubectl(self, *args: str) -> subprocess.CompletedProcess[str]:

@@ -11,8 +11,9 @@ There is no cluster DNS and no kube-proxy here, and pods run as processes of thi
   off, so testbed.ray_pods writes the address this module resolves into the command (logged).
 
 A name `<service>.<namespace>.svc.cluster.local:<port>` resolves as DNS and kube-proxy would: the
-Service's port, its target port, a ready endpoint of the Service's EndpointSlices (kept by the real
-endpoint slice controller from the pods' readiness), then the pod's host port in the test bed.
+Service's port, its target port, a Ready pod its selector matches, then that pod's host port in the
+test bed. (The real endpoint slice controller cannot do that part here: the API server refuses
+loopback addresses in EndpointSlices, and the test bed's pods have nothing else.)
 Every name is logged with what it resolved to, saying it is a stand-in; every answer carries an
 `X-Test-Bed` header naming it.
 """
@@ -136,28 +137,37 @@ class ClusterNetwork:
         if spec is None:
             return None
         ports = [p for p in spec["spec"].get("ports", []) if int(p["port"]) == port]
-        if not ports:
+        selector = spec["spec"].get("selector") or {}
+        if not ports or not selector:
             return None
-        name = ports[0].get("name", "")
-        slices = self.api.items(
-            f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices"
-            f"?labelSelector=kubernetes.io/service-name%3D{service}"
-        )
-        for piece in slices:
-            numbers = [p["port"] for p in piece.get("ports") or [] if p.get("name", "") == name]
-            if not numbers:
+        target = ports[0].get("targetPort", port)
+        labels = urllib.parse.quote(",".join(f"{k}={v}" for k, v in sorted(selector.items())))
+        for pod in self.api.items(f"/api/v1/namespaces/{namespace}/pods?labelSelector={labels}"):
+            ip = pod.get("status", {}).get("podIP")
+            conditions = pod.get("status", {}).get("conditions", [])
+            if not ip or not any(
+                c["type"] == "Ready" and c["status"] == "True" for c in conditions
+            ):
                 continue
-            for endpoint in piece.get("endpoints") or []:
-                if not endpoint.get("conditions", {}).get("ready"):
+            number = target
+            if not isinstance(number, int):
+                named = [
+                    c["containerPort"]
+                    for container in pod["spec"]["containers"]
+                    for c in container.get("ports", [])
+                    if c.get("name") == number
+                ]
+                if not named:
                     continue
-                ip = endpoint["addresses"][0]
-                host_port = self.host_port(ip, int(numbers[0]))
-                if host_port is not None:
-                    return ip, host_port
+                number = named[0]
+            host_port = self.host_port(ip, int(number))
+            if host_port is not None:
+                return ip, host_port
         return None
 
-    def start(self) -> ClusterNetwork:
-        """Serve the forward proxy on a free port of 127.0.0.1, in a thread."""
+    def start(self, port: int = 0) -> ClusterNetwork:
+        """Serve the forward proxy on 127.0.0.1 in a thread: at `port` when it is free (a
+        restarted agent keeps the address the operator was given), else a free port."""
         network = self
 
         class Proxy(BaseHTTPRequestHandler):
@@ -211,7 +221,10 @@ class ClusterNetwork:
             def do_CONNECT(self) -> None:
                 self._refuse(405, "no CONNECT: the cluster's services here speak plain HTTP")
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+        try:
+            self._server = ThreadingHTTPServer(("127.0.0.1", port), Proxy)
+        except OSError:
+            self._server = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         self.say(

@@ -298,7 +298,9 @@ def pod_fs(
     """The container's paths, from the pod's volumes and mounts (and what GKE and the image add)."""
     volumes = {v["name"]: v for v in pod["spec"].get("volumes", [])}
     namespace = pod["metadata"]["namespace"]
-    fs = NodeFs(root=root, keep=[str(root), str(folders.root), sys.prefix, str(REPO)])
+    # Every pod's folder is kept: NeMo RL forwards the driver's PATH (with its node's `bash`)
+    # to workers on other nodes, whose commands name their own pod's folder.
+    fs = NodeFs(root=root, keep=[str(folders.root.parent), sys.prefix, str(REPO)])
     fs.mounts["/tmp"] = root / "tmp"
     fs.mounts[IMAGE_WORKDIR] = folders.nemo_rl
     limits = container.get("resources", {}).get("limits", {})

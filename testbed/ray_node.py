@@ -12,6 +12,8 @@ command KubeRay generated, logged with the pod:
   use: container port -> host port);
 - a worker port range of its own (Ray's workers of every node would otherwise draw from the same
   10002-19999);
+- `--temp-dir` at the pod's own /tmp/ray (Ray's default, which a worker otherwise takes from the
+  head: a path of the head's folder here, where every worker's sockets would then collide);
 - an object store of OBJECT_STORE_BYTES instead of the pod's (hundreds of GB on B200): this host's
   /dev/shm cannot hold it, and Ray refuses a store over 10 GB that /dev/shm cannot hold
   (tests/test_ray_object_store.py judges the pod's own numbers with Ray's own code).
@@ -74,7 +76,7 @@ def allocate(ip: str, head: bool, index: int) -> NodeAddress:
     )
 
 
-def localize_ray_start(script: str, address: NodeAddress) -> tuple[str, list[str]]:
+def localize_ray_start(script: str, address: NodeAddress, temp_dir: str) -> tuple[str, list[str]]:
     """The container's script with `ray start` told its node's address and ports; and what was
     changed, for the log."""
     at = script.find("ray start ")
@@ -101,7 +103,10 @@ def localize_ray_start(script: str, address: NodeAddress) -> tuple[str, list[str
         start = start.replace(store.group(0), f"--object-store-memory={OBJECT_STORE_BYTES}", 1)
         changes.append(f"--object-store-memory={store.group(1)} -> {OBJECT_STORE_BYTES}")
     low, high = address.worker_ports
-    added = f" --node-ip-address={address.ip} --min-worker-port={low} --max-worker-port={high}"
+    added = (
+        f" --node-ip-address={address.ip} --min-worker-port={low} --max-worker-port={high}"
+        f" --temp-dir={temp_dir}"
+    )
     start = "ray start" + added + start[len("ray start") :]
     changes.append(added.strip())
     return head + start, changes

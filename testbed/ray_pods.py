@@ -26,6 +26,7 @@ reach. The log says so.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -57,6 +58,7 @@ from testbed.ray_node import NodeAddress, allocate, localize_ray_start, start_pr
 NODE_TYPE_LABEL = "ray.io/node-type"
 POD_NETWORK = "127.101"
 STOP_SECONDS = 8.0
+SECRET_SYNC_SECONDS = 5.0
 TERMINATION_MESSAGE_BYTES = 2048
 """What the kubelet keeps of a log's tail as a termination message (FallbackToLogsOnError)."""
 
@@ -97,6 +99,7 @@ class RayPod:
     started: str = field(default_factory=now)
     next_probe: float = 0.0
     waiting: str = ""
+    next_secret_sync: float = 0.0
 
     @property
     def ray_container(self) -> dict[str, Any]:
@@ -197,8 +200,34 @@ class RayPods:
 
     # --- running ---------------------------------------------------------------------------
 
+    def sync_secrets(self, pod: RayPod) -> None:
+        """Secret volumes as the kubelet keeps them: a file per key, following the Secret (the
+        kubelet syncs them about once a minute; here every few seconds)."""
+        if time.monotonic() < pod.next_secret_sync:
+            return
+        pod.next_secret_sync = time.monotonic() + SECRET_SYNC_SECONDS
+        for volume in pod.pod["spec"].get("volumes", []):
+            if "secret" not in volume:
+                continue
+            folder = pod.fs.root / "volumes" / volume["name"]
+            folder.mkdir(parents=True, exist_ok=True)
+            name = volume["secret"]["secretName"]
+            found = self.api.get(f"/api/v1/namespaces/{pod.namespace}/secrets/{name}") or {}
+            data = found.get("data") or {}
+            for key, value in data.items():
+                target = folder / key
+                text = base64.b64decode(value)
+                if not target.exists() or target.read_bytes() != text:
+                    target.write_bytes(text)
+                    target.chmod(0o600)
+                    self.say(f"ray pod {pod.namespace}/{pod.name}: Secret {name} key {key} in"
+                             f" its volume {volume['name']}")  # fmt: skip
+            for stale in [f for f in folder.iterdir() if f.name not in data]:
+                stale.unlink()
+
     def advance(self, pod: RayPod) -> None:
         """Move a pod along: init containers, the Ray container, readiness, its end."""
+        self.sync_secrets(pod)
         if pod.init is not None:
             code = pod.init.proc.poll()
             if code is None:
@@ -285,7 +314,8 @@ class RayPods:
         env = {k: self.own_loopback(v, pod.address) for k, v in env.items()}
         if not init:
             script = argv[-1]
-            argv[-1], changes = localize_ray_start(script, pod.address)
+            temp_dir = pod.fs.map_text("/tmp/ray")  # noqa: S108 - the container's path
+            argv[-1], changes = localize_ray_start(script, pod.address, temp_dir)
             notes.append("ray start: " + ", ".join(changes))
         argv = [pod.fs.map_text(a) for a in argv]
         workdir = container.get("workingDir") or "/opt/nemo-rl"
@@ -333,8 +363,6 @@ class RayPods:
         """A Secret's key, as the kubelet resolves a secretKeyRef (None: not there)."""
         found = self.api.get(f"/api/v1/namespaces/{namespace}/secrets/{name}")
         value = (found or {}).get("data", {}).get(key)
-        import base64
-
         return base64.b64decode(value).decode() if value is not None else None
 
     @staticmethod

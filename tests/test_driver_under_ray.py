@@ -51,7 +51,8 @@ CLEAN_ENV = "unset CUDA_VISIBLE_DEVICES RAY_worker_niceness && "
 
 def kuberay_start(group: dict[str, Any], container: dict[str, Any]) -> str:
     """The `ray start` KubeRay v1.6.2 generates for this group's container, as a head (one node):
-    its start parameters, the typed resources, CPUs and memory from the limits (pod.go)."""
+    its start parameters, the typed resources (GPUs to --num-gpus, the rest to --resources), CPUs
+    and memory from the limits (common/pod.go)."""
     limits = container["resources"]["limits"]
     params = {
         **group["rayStartParams"],
@@ -61,9 +62,14 @@ def kuberay_start(group: dict[str, Any], container: dict[str, Any]) -> str:
         "num-cpus": limits["cpu"],
         "memory": str(int(limits["memory"].removesuffix("Gi")) * 2**30),
     }
-    resources = {k: float(v) for k, v in group.get("resources", {}).items()}
-    if resources:
-        params["resources"] = f"'{json.dumps(resources)}'"
+    custom = {}
+    for name, value in group.get("resources", {}).items():
+        if name.lower().endswith("gpu"):
+            params["num-gpus"] = value
+        else:
+            custom[name] = float(value)
+    if custom:
+        params["resources"] = f"'{json.dumps(custom)}'"
     flags = " ".join(f"--{k}={v}" for k, v in sorted(params.items()))
     return f"ulimit -n 65536; ray start --head --block {flags}"
 
@@ -96,7 +102,9 @@ def ray_node(b200_smoke: Any) -> Iterator[tuple[str, Path]]:
     fs = pod_fs(root / "p", pod, container, folders)
     address: NodeAddress = allocate("127.102.0.1", head=True, index=0)
     (args,) = container["args"]
-    script, _ = localize_ray_start(f"{args} && {kuberay_start(group, container)}", address)
+    script, _ = localize_ray_start(
+        f"{args} && {kuberay_start(group, container)}", address, fs.map_text("/tmp/ray")
+    )
     env = container_environment(pod, container, fs, folders, secret=lambda *_: "hf_fake_not_real")
     register_node(folders.root / "nodes", address.ip, {"pod": "b200-worker", "rdma": True,
                                                         "tmp": str(fs.mounts["/tmp"])})  # fmt: skip

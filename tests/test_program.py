@@ -324,10 +324,10 @@ def test_rdma_workers_are_wired_per_gpu(stack_name: str, tuner: str, accel: str)
     assert container["terminationMessagePolicy"] == "FallbackToLogsOnError"
     assert "LD_LIBRARY_PATH" not in env  # the image's library path is extended, not replaced
     assert env["RAY_memory_monitor_refresh_ms"] == "0"
-    # The gIB resource through the group's typed field, the GPUs explicitly.
-    assert worker["resources"] == {"nemo_rl_gib": "1"}
-    assert "resources" not in worker["rayStartParams"]
-    assert worker["rayStartParams"]["num-gpus"] == "8"
+    # The GPUs explicitly and the gIB resource, through the group's typed field; KubeRay
+    # refuses a group that also sets them in rayStartParams (utils/validation.go).
+    assert worker["resources"] == {"GPU": "8", "nemo_rl_gib": "1"}
+    assert not {"num-cpus", "num-gpus", "memory", "resources"} & set(worker["rayStartParams"])
     # The object store sized with /dev/shm (tests/test_ray_object_store.py asks Ray about it).
     assert worker["rayStartParams"]["object-store-memory"] == str(186 * 2**30)
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
@@ -351,8 +351,8 @@ def test_dev_workers_have_no_rdma_and_mount_the_bucket(dev: Result) -> None:
     assert annotations["gke-gcsfuse/volumes"] == "true"  # the GCS FUSE sidecar
     (container,) = worker["template"]["spec"]["containers"]
     assert not any(k.startswith("NCCL_") for k in _env(container))
-    assert "resources" not in worker  # no gIB resource without RDMA
-    assert worker["rayStartParams"]["num-gpus"] == "1"
+    assert worker["resources"] == {"GPU": "1"}  # no gIB resource without RDMA
+    assert not {"num-cpus", "num-gpus", "memory", "resources"} & set(worker["rayStartParams"])
     volumes = {v["name"] for v in worker["template"]["spec"]["volumes"]}
     assert "gib" not in volumes
     assert "nvidia" not in volumes

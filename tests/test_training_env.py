@@ -26,7 +26,8 @@ from typing import Any
 
 import pytest
 
-from planning.ray import GIB_ENV_SCRIPT, GIB_RESOURCE, NUMA_AFFINITY_FILE
+from components.ray_workload import SECRET_ENV
+from planning.ray import GIB_ENV_SCRIPT, GIB_RESOURCE, NUMA_AFFINITY_FILE, TOKEN_ENV, TOKENS_DIR
 from tests.harness import by_name, run_stack, variant
 
 IMAGE_LD_LIBRARY_PATH = (
@@ -64,6 +65,7 @@ def bash(
     calls.unlink(missing_ok=True)
     script = script.replace(NUMA_AFFINITY_FILE, str(tmp_path / "nrl_gpu_cpu_affinity"))
     script = script.replace("/usr/local/nvidia/bin/nvidia-smi", str(tmp_path / "nvidia-smi"))
+    script = script.replace(TOKENS_DIR, str(tmp_path / "tokens"))
     proc = subprocess.run(
         ["bash", "-c", f"{MOCKS}\n{script}\n"],
         env={**env, "ENV_OUT": str(out), "CALLS": str(calls)},
@@ -123,7 +125,7 @@ def test_a_training_process_on_b200_gets_the_full_gib_environment(
 
     # The driver starts where its resources are: only RDMA workers advertise the gIB one.
     assert json.loads(job["entrypointResources"]) == {GIB_RESOURCE: 1}
-    assert group["resources"] == {GIB_RESOURCE: "1"}
+    assert group["resources"] == {"GPU": "8", GIB_RESOURCE: "1"}
 
     # The raylet of an RDMA worker: the pod's env, then the container args KubeRay runs first.
     (args,) = container["args"]
@@ -196,6 +198,27 @@ def test_the_driver_puts_the_model_into_the_shared_cache_before_training(
     assert train.startswith("run python examples/run_grpo.py ")
     assert "policy.model_name=meta-llama/Llama-3.1-8B-Instruct" in train
     assert pod_env(container)["HF_HOME"] == "/data/huggingface_cache"
+
+
+def test_the_driver_takes_the_tokens_from_the_secret_s_files(b200_job: Any, tmp_path: Path) -> None:
+    """A pod's environment is fixed when it starts: a worker started before `hfToken` was set
+    has no HF_TOKEN; the Secret's files follow the Secret, and the driver reads them."""
+    group, container = worker_of(b200_job)
+    job = by_name(b200_job)["ray-job"].inputs["spec"]
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in group["template"]["spec"]["volumes"]}
+    assert volumes[mounts[TOKENS_DIR]]["secret"] == {"secretName": "nemo-rl-tokens",
+                                                     "optional": True}  # fmt: skip
+    assert set(TOKEN_ENV) == set(SECRET_ENV.values())
+    (tmp_path / "tokens").mkdir()
+    (tmp_path / "tokens" / "HF_TOKEN").write_text("hf_set_later")
+    started_before = {k: v for k, v in pod_env(container).items() if k != "HF_TOKEN"}
+    (_, _, script) = shlex.split(job["entrypoint"])
+    proc, driver, _ = bash(script, job_driver_env(started_before), tmp_path, "driver")
+    assert proc.returncode == 0, proc.stderr
+    assert driver["HF_TOKEN"] == "hf_set_later"  # noqa: S105 - a test value
+    assert "WANDB_API_KEY" not in driver  # no file, no variable
+    assert "hf_set_later" not in script
 
 
 TOPO = """\

@@ -21,11 +21,13 @@ command KubeRay generated, logged with the pod:
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 PORTS = {
     "port": 6379,
@@ -130,3 +132,36 @@ def start_process(
         )
     finally:
         out.close()
+
+
+def kuberay_ray_start(
+    group: dict[str, Any], container: dict[str, Any], *, head: bool, address: str = ""
+) -> str:
+    """What KubeRay v1.6.2's pod builder appends to a Ray container's args (`common/pod.go`):
+    `ulimit -n 65536; ray start` with the group's start parameters, its typed resources (GPU
+    keys to --num-gpus, the others to --resources), CPUs and memory from the limits, the head's
+    dashboard host or the worker's head address, the metrics and dashboard agent ports, --block.
+    For runs without a Kubernetes API (the one-node test, the benchmark); the engine tests run
+    the operator's own."""
+    limits = container["resources"]["limits"]
+    params: dict[str, str] = {
+        **group.get("rayStartParams", {}),
+        "metrics-export-port": "8080",
+        "dashboard-agent-listen-port": "52365",
+        "num-cpus": str(limits["cpu"]),
+        "memory": str(int(str(limits["memory"]).removesuffix("Gi")) * 2**30),
+    }
+    if head:
+        params.setdefault("dashboard-host", "0.0.0.0")  # noqa: S104 - KubeRay's default
+    else:
+        params["address"] = address
+    custom: dict[str, float] = {}
+    for name, value in group.get("resources", {}).items():
+        if name.lower().endswith("gpu"):
+            params["num-gpus"] = str(value)
+        else:
+            custom[name] = float(value)
+    if custom:
+        params["resources"] = f"'{json.dumps(custom, separators=(',', ':'))}'"
+    flags = " ".join(f"--{k}={v}" for k, v in sorted(params.items()))
+    return f"ulimit -n 65536; ray start{' --head' if head else ''} --block {flags}"

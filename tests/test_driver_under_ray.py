@@ -39,7 +39,13 @@ from testbed.node_fs import (
     pod_fs,
     register_node,
 )
-from testbed.ray_node import NodeAddress, allocate, localize_ray_start, start_process
+from testbed.ray_node import (
+    NodeAddress,
+    allocate,
+    kuberay_ray_start,
+    localize_ray_start,
+    start_process,
+)
 from tests.harness import by_name, run_stack, variant
 
 pytestmark = pytest.mark.skipif(
@@ -47,31 +53,6 @@ pytestmark = pytest.mark.skipif(
     reason=f"NeMo RL v0.7.0 configs not found at {nemo_rl_configs()} (set NEMO_RL_GKE_SHARED)",
 )
 CLEAN_ENV = "unset CUDA_VISIBLE_DEVICES RAY_worker_niceness && "
-
-
-def kuberay_start(group: dict[str, Any], container: dict[str, Any]) -> str:
-    """The `ray start` KubeRay v1.6.2 generates for this group's container, as a head (one node):
-    its start parameters, the typed resources (GPUs to --num-gpus, the rest to --resources), CPUs
-    and memory from the limits (common/pod.go)."""
-    limits = container["resources"]["limits"]
-    params = {
-        **group["rayStartParams"],
-        "dashboard-host": "0.0.0.0",  # noqa: S104 - what KubeRay gives a head
-        "metrics-export-port": "8080",
-        "dashboard-agent-listen-port": "52365",
-        "num-cpus": limits["cpu"],
-        "memory": str(int(limits["memory"].removesuffix("Gi")) * 2**30),
-    }
-    custom = {}
-    for name, value in group.get("resources", {}).items():
-        if name.lower().endswith("gpu"):
-            params["num-gpus"] = value
-        else:
-            custom[name] = float(value)
-    if custom:
-        params["resources"] = f"'{json.dumps(custom)}'"
-    flags = " ".join(f"--{k}={v}" for k, v in sorted(params.items()))
-    return f"ulimit -n 65536; ray start --head --block {flags}"
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +84,9 @@ def ray_node(b200_smoke: Any) -> Iterator[tuple[str, Path]]:
     address: NodeAddress = allocate("127.102.0.1", head=True, index=0)
     (args,) = container["args"]
     script, _ = localize_ray_start(
-        f"{args} && {kuberay_start(group, container)}", address, fs.map_text("/tmp/ray")
+        f"{args} && {kuberay_ray_start(group, container, head=True)}",
+        address,
+        fs.map_text("/tmp/ray"),
     )
     env = container_environment(pod, container, fs, folders, secret=lambda *_: "hf_fake_not_real")
     register_node(folders.root / "nodes", address.ip, {"pod": "b200-worker", "rdma": True,

@@ -274,6 +274,12 @@ def test_every_kubernetes_object_exists_as_declared(b200: str) -> None:
 
 
 def test_kuberay_reconciles_the_raycluster_onto_the_right_nodes(b200: str) -> None:
+    # Each pod is a real Ray node; the agent reports it Ready once KubeRay's probe answers.
+    wait_until(
+        "the Ray pods to be Ready",
+        lambda: len(ray_pods()) == 3 and all(ready(p) for p in ray_pods()),
+        300,
+    )
     pods = {p["metadata"]["name"]: p for p in items("pods", "-n", "nemo-rl")}
     nodes = {n["metadata"]["name"]: n for n in items("nodes")}
     workers = [
@@ -318,9 +324,6 @@ def test_kuberay_reconciles_the_raycluster_onto_the_right_nodes(b200: str) -> No
     (service,) = items("svc", "-n", "nemo-rl", "-l", "ray.io/node-type=head")
     exported = json.loads(must(pulumi(b200, "stack", "output", "--json")).stdout)
     assert service["metadata"]["name"] == exported["rayHeadService"]
-
-    # Each pod is a real Ray node; the agent reports it Ready once KubeRay's probe answers.
-    wait_until("the Ray pods to be Ready", lambda: all(ready(p) for p in ray_pods()), 300)
     wait_until(
         "KubeRay to call the RayCluster ready",
         lambda: (

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from testbed.shared import shared_dir
+
 REPO = Path(__file__).resolve().parents[1]
 STANDIN_NEMO_RL = Path(__file__).resolve().parent / "nemo_rl_standin"
 IMAGE_WORKDIR = "/opt/nemo-rl"
@@ -78,12 +80,6 @@ def map_paths(text: str, mounts: dict[str, str], keep: list[str] | None = None) 
     if kept:
         pattern = rf"(?:{kept})[^\s'\":]*|{pattern}"
     return re.sub(pattern, lambda m: mounts.get(m.group(0), m.group(0)), text)
-
-
-def shared_dir() -> Path:
-    """The shared test data folder (NEMO_RL_GKE_SHARED or ../shared)."""
-    configured = os.environ.get("NEMO_RL_GKE_SHARED")
-    return Path(configured) if configured else REPO.parent / "shared"
 
 
 def nemo_rl_configs() -> Path:

@@ -30,11 +30,12 @@ driver script's own setup message (planning.ray.fail_fast)."""
 
 
 def verdict_detail(message: str, logs: str) -> str:
-    """Why a run did not pass, for the verdict line: Ray's message (whose log excerpt is the
-    start of the last 20,000 characters, not the error) and the driver's own error from its
-    log."""
-    head = message.split(", last available logs", 1)[0]
-    errors = [line.strip() for line in logs.splitlines() if DRIVER_ERROR.match(line.strip())]
+    """Why a run did not pass, for the verdict line: the first sentence of Ray's message, then
+    the driver's own error, from the log excerpt Ray puts in that message (the last 20,000
+    characters of the driver's log) or from the job's log."""
+    head, _, excerpt = message.partition(", last available logs")
+    text = f"{logs}\n{excerpt}"
+    errors = [line.strip() for line in text.splitlines() if DRIVER_ERROR.match(line.strip())]
     detail = f"{head}: {errors[-1]}" if errors else head
     return " ".join(detail.split())[:600]
 

@@ -94,7 +94,7 @@ def main() -> int:
             [("head", spec["headGroupSpec"]), ("worker", spec["workerGroupSpecs"][0])], start=1
         ):
             container = group["template"]["spec"]["containers"][0]
-            pod = {"metadata": {"name": name, "namespace": "nemo-rl"}, **group["template"]}
+            pod = {**group["template"], "metadata": {"name": name, "namespace": "nemo-rl"}}
             fs = pod_fs(root / f"p{index}", pod, container, folders)
             address = allocate(f"127.103.0.{index + 1}", head=name == "head", index=index)
             start_cmd = kuberay_ray_start(group, container, head=name == "head",

@@ -6,6 +6,7 @@ no Ray answers. Its verdict is read with `make verify`'s parser.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -50,3 +51,25 @@ def test_an_unreachable_dashboard_fails_at_the_deadline(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "the Ray dashboard at http://127.0.0.1:9 never answered" in message.splitlines()[0]
     assert [m.verdict for m in parse_message(message)] == ["FAIL"]
+
+
+def test_the_verdict_names_the_driver_s_error_from_ray_s_message() -> None:
+    """When the driver ran on another node than the job agent that answers `/logs` (a worker
+    placed by entrypoint resources), the error is only in the log excerpt Ray puts in the
+    job's message: the verdict takes it from there."""
+    spec = importlib.util.spec_from_file_location("grpo_smoke", GATES_DIR / SMOKE_SCRIPT)
+    assert spec is not None
+    assert spec.loader is not None
+    smoke = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(smoke)
+    message = (
+        "Job entrypoint command failed with exit code 1, last available logs (truncated to"
+        " 20,000 chars):\nRunning entrypoint for job x: bash -c '...'\nTraceback (most recent"
+        ' call last):\n  File "run_grpo.py", line 1\nValueError: Failed to merge the Job\'s'
+        " runtime env {'env_vars': {...}}\n"
+    )
+    logs = "2026-12-03 15:15:39,007\tINFO job_manager.py:587 -- Runtime env is setting up.\n"
+    assert smoke.verdict_detail(message, logs) == (
+        "Job entrypoint command failed with exit code 1: ValueError: Failed to merge the Job's"
+        " runtime env {'env_vars': {...}}"
+    )

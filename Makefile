@@ -17,7 +17,8 @@ export UV_COMPILE_BYTECODE := 1
 export UV_PYTHON_DOWNLOADS := never
 
 .PHONY: preflight preflight-all test lint fmt typecheck actionlint graph bench check clean \
-	engine engine-test scan verify local-cluster-build local-cluster local-cluster-down engine-up engine-down
+	engine engine-test scan verify local-cluster-build local-cluster local-cluster-down engine-up engine-down \
+	ray-bench
 
 $(TOOLS)/bin/uv:
 	python3 -m venv $(TOOLS)
@@ -106,6 +107,10 @@ graph: .venv/.synced
 
 bench: .venv/.synced
 	$(RUN) python -m preflight.bench
+
+# What a Ray pod of the engine test bed costs here: seconds to ready and memory per node.
+ray-bench: .venv/.synced
+	$(RUN) python -m testbed.ray_bench
 
 check: lint typecheck actionlint test preflight-all
 

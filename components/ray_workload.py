@@ -16,7 +16,16 @@ import pulumi_kubernetes as k8s
 
 from components.gpu_pod import GPU_CONTAINER_SECURITY, RdmaWiring, gpu_pod_parts
 from components.smoke_gate import GrpoSmokeGate, SmokeGateArgs
-from planning.ray import DATA_DIR, GIB_RESOURCE, HF_HOME, PodSize, port_forward_command
+from planning.ray import (
+    DATA_DIR,
+    GIB_RESOURCE,
+    HF_HOME,
+    OWN_CLUSTER_RETRIES,
+    TOKENS_DIR,
+    PodSize,
+    numa_affinity_setup,
+    port_forward_command,
+)
 from planning.verify import SmokePlan
 
 RAY_API = "ray.io/v1"
@@ -188,6 +197,10 @@ class RayWorkload(pulumi.ComponentResource):
                 # The pool goes back to zero when the run ends: KubeRay deletes the cluster.
                 job_spec["shutdownAfterJobFinishes"] = True
                 job_spec["ttlSecondsAfterFinished"] = 60
+                # A Spot node taken away fails the run; KubeRay then runs it again on a new
+                # cluster, and NeMo RL resumes from the newest checkpoint in the run's folder.
+                # (KubeRay refuses backoffLimit with clusterSelector: the stack's RayCluster.)
+                job_spec["backoffLimit"] = OWN_CLUSTER_RETRIES
             else:
                 job_spec["clusterSelector"] = {"ray.io/cluster": args.cluster_name}
             k8s.apiextensions.CustomResource(
@@ -220,7 +233,13 @@ class RayWorkload(pulumi.ComponentResource):
 
     @staticmethod
     def _env(args: RayWorkloadArgs, secret_keys: Sequence[str]) -> list[dict[str, Any]]:
-        env: list[dict[str, Any]] = [{"name": "HF_HOME", "value": HF_HOME}]
+        env: list[dict[str, Any]] = [
+            {"name": "HF_HOME", "value": HF_HOME},
+            # Ray's OOM killer off, as NeMo RL's Kubernetes guide sets it on head and workers
+            # (docs/cluster.md@v0.7.0: false positives kill training and vLLM workers); the
+            # pod's memory limit stays the real bound.
+            {"name": "RAY_memory_monitor_refresh_ms", "value": "0"},
+        ]
         env += [
             {
                 "name": key,
@@ -249,6 +268,11 @@ class RayWorkload(pulumi.ComponentResource):
             {GCSFUSE_ANNOTATION: "true"} if args.data_is_gcsfuse else {}
         )
         data_volume = {"name": "data", "persistentVolumeClaim": {"claimName": args.data_claim}}
+        # The token Secret as files too: they follow the Secret in running pods, where the
+        # environment stays what it was at start (planning.ray.token_refresh). Optional: a stack
+        # without tokens has no Secret.
+        tokens_volume = {"name": "tokens", "secret": {"secretName": TOKEN_SECRET, "optional": True}}
+        tokens_mount = {"name": "tokens", "mountPath": TOKENS_DIR, "readOnly": True}
         head_resources = {"cpu": str(args.head_cpu), "memory": f"{args.head_memory_gib}Gi"}
         head = {
             "serviceType": "ClusterIP",
@@ -274,13 +298,15 @@ class RayWorkload(pulumi.ComponentResource):
                             "env": env,
                             "resources": {"requests": head_resources, "limits": head_resources},
                             "securityContext": GPU_CONTAINER_SECURITY,
+                            "terminationMessagePolicy": "FallbackToLogsOnError",
                             "volumeMounts": [
                                 {"name": "data", "mountPath": DATA_DIR},
                                 {"name": "ray-logs", "mountPath": "/tmp/ray"},
+                                tokens_mount,
                             ],
                         }
                     ],
-                    "volumes": [data_volume, {"name": "ray-logs", "emptyDir": {}}],
+                    "volumes": [data_volume, {"name": "ray-logs", "emptyDir": {}}, tokens_volume],
                 },
             },
         }
@@ -297,31 +323,42 @@ class RayWorkload(pulumi.ComponentResource):
             {"name": "data", "mountPath": DATA_DIR},
             {"name": "dshm", "mountPath": "/dev/shm"},
             {"name": "ray-logs", "mountPath": "/tmp/ray"},
+            tokens_mount,
         ]
         volumes: list[dict[str, Any]] = [
             data_volume,
             # NCCL and vLLM exchange tensors through /dev/shm; the default 64 MiB is far too small.
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{size.shm_gib}Gi"}},
             {"name": "ray-logs", "emptyDir": {}},
+            tokens_volume,
         ]
         # KubeRay runs the container's args, then `&& ulimit ...; ray start`, in one bash: the
         # environment set here is the one of the raylet and of every Ray process it starts.
         # The image's LD_LIBRARY_PATH (cuDNN for Transformer Engine) is extended, never set.
+        # Because `;` binds looser than `&&`, a failed setup step would still start Ray (without
+        # gIB): `|| exit 1` ends the container instead, its step named in the termination message.
         parts = gpu_pod_parts(args.rdma)
-        setup = parts.setup
+        setup = f"{parts.setup} && {numa_affinity_setup()} || exit 1"
         worker_annotations.update(parts.annotations)
         mounts += parts.mounts
         volumes += parts.volumes
-        ray_start_params: dict[str, str] = {}
+        # The object store sized with /dev/shm (planning.ray.worker_size).
+        ray_start_params = {"object-store-memory": str(size.object_store_bytes)}
+        # GPUs declared explicitly (NeMo RL's Kubernetes guide does; KubeRay otherwise derives
+        # them from the GPU limit only when it can read every other start parameter), and once
+        # per RDMA worker the gIB resource the job's driver asks for (see planning.ray): in the
+        # group's typed `resources`, which KubeRay turns into `--num-gpus` and `--resources`
+        # itself. (It refuses a group that also sets num-gpus or resources in rayStartParams.)
+        group_resources = {"GPU": str(size.gpus)}
         if args.rdma is not None:
-            # Once per RDMA worker: the job's driver asks for it (see planning.ray).
-            ray_start_params["resources"] = json.dumps(json.dumps({GIB_RESOURCE: 1}))
+            group_resources[GIB_RESOURCE] = "1"
         worker = {
             "groupName": "gpu-workers",
             "replicas": replicas,
             "minReplicas": min_replicas,
             "maxReplicas": max_replicas,
             "rayStartParams": ray_start_params,
+            "resources": group_resources,
             "template": {
                 "metadata": {"annotations": worker_annotations},
                 "spec": {
@@ -341,6 +378,7 @@ class RayWorkload(pulumi.ComponentResource):
                             "resources": {"requests": worker_resources, "limits": worker_resources},
                             "volumeMounts": mounts,
                             "securityContext": GPU_CONTAINER_SECURITY,
+                            "terminationMessagePolicy": "FallbackToLogsOnError",
                         }
                     ],
                     "volumes": volumes,

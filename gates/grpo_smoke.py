@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 import urllib.error
@@ -23,6 +24,20 @@ from typing import Any
 
 FINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 LOG_TAIL_LINES = 40
+DRIVER_ERROR = re.compile(r"^(?:[\w.]+(?:Error|Exception)\b.*|nemo-rl-gke: setup step failed: .*)$")
+"""A line of the driver's log that says why it failed: a Python exception's last line, or the
+driver script's own setup message (planning.ray.fail_fast)."""
+
+
+def verdict_detail(message: str, logs: str) -> str:
+    """Why a run did not pass, for the verdict line: the first sentence of Ray's message, then
+    the driver's own error, from the log excerpt Ray puts in that message (the last 20,000
+    characters of the driver's log) or from the job's log."""
+    head, _, excerpt = message.partition(", last available logs")
+    text = f"{logs}\n{excerpt}"
+    errors = [line.strip() for line in text.splitlines() if DRIVER_ERROR.match(line.strip())]
+    detail = f"{head}: {errors[-1]}" if errors else head
+    return " ".join(detail.split())[:600]
 
 
 class Gate:
@@ -125,7 +140,11 @@ def main() -> int:
         call(base, "POST", "/api/jobs/", body)
     except urllib.error.HTTPError as refused:
         gate.result("job_status", "", "=", "SUCCEEDED", "name")
-        reason = refused.read().decode(errors="replace").strip()[:300]
+        # Ray answers a refused submission with its server's traceback (HTTP 500 for a
+        # submission id it has seen, ray 2.55.1): its last exception line says why.
+        text = refused.read().decode(errors="replace")
+        errors = [line.strip() for line in text.splitlines() if DRIVER_ERROR.match(line.strip())]
+        reason = (errors[-1] if errors else text.strip())[:300]
         return gate.finish(f"Ray refused the submission: HTTP {refused.code} {reason}")
     print(f"{gate.name}: submitted {submission}; following it every {poll:g} s")
 
@@ -150,6 +169,7 @@ def main() -> int:
         time.sleep(poll)
 
     elapsed = f"{time.monotonic() - started:.0f}"
+    logs = ""
     try:
         logs = str(call(base, "GET", f"/api/jobs/{submission}/logs").get("logs", ""))
         tail = logs.splitlines()[-LOG_TAIL_LINES:]
@@ -158,7 +178,7 @@ def main() -> int:
         print(f"{gate.name}: could not read the job's log ({problem})")
     passed = gate.result("job_status", status, "=", "SUCCEEDED", "name")
     gate.result("duration", elapsed, "<=", limit, "s")
-    detail = "" if passed else " ".join(message.split())[:600]
+    detail = "" if passed else verdict_detail(message, logs)
     return gate.finish(detail)
 
 

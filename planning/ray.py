@@ -9,6 +9,7 @@ import hashlib
 import json
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from planning.catalog import GpuProfile
@@ -20,6 +21,16 @@ NVIDIA_DIR = "/usr/local/nvidia"
 DATA_DIR = "/data"
 HF_HOME = f"{DATA_DIR}/huggingface_cache"
 GB_PER_GIB = 1.073741824
+GIB = 2**30
+
+RAY_OBJECT_STORE_FRACTION = 0.3
+"""Ray's default object store share of a node's memory (ray 2.55.1,
+`ray_constants.DEFAULT_OBJECT_STORE_MEMORY_PROPORTION`)."""
+RAY_OBJECT_STORE_MAX_BYTES = 200 * 10**9
+"""Ray's default cap on the object store (`DEFAULT_OBJECT_STORE_MAX_MEMORY_BYTES`, 200 GB)."""
+SHM_HEADROOM_GIB_PER_GPU = 8
+"""/dev/shm beyond the object store, per GPU: NCCL's intra-node buffers and vLLM's shared memory
+live there too, and a full /dev/shm fails them instead of spilling."""
 
 GATED_MODEL_ORGS = frozenset({"meta-llama", "google", "mistralai", "nvidia"})
 """Hugging Face orgs whose models need an accepted licence and a token to download."""
@@ -33,27 +44,46 @@ IMAGE_RAY: dict[str, str] = {"v0.5.0": "2.49.2", "v0.6.0": "2.54.0", "v0.7.0": "
 
 @dataclass(frozen=True)
 class PodSize:
-    """Requests (= limits) of a Ray pod."""
+    """Requests (= limits) of a Ray pod, and its shared memory."""
 
     cpu: int
     memory_gib: int
     gpus: int
     shm_gib: int
+    """/dev/shm (a memory emptyDir): the object store plus NCCL's and vLLM's headroom."""
+    object_store_gib: int
+    """Ray's object store (`--object-store-memory`), always inside /dev/shm."""
+
+    @property
+    def object_store_bytes(self) -> int:
+        """The object store as `ray start` takes it."""
+        return self.object_store_gib * GIB
 
 
 def worker_size(gpu: GpuProfile) -> PodSize:
     """One Ray worker per GPU node, taking every GPU and most of the node.
 
     About 10% of vCPUs and 20% of memory stay free for the kubelet, GKE's DaemonSets and
-    sidecars. /dev/shm counts against the pod's memory, so it is carved from the same limit.
-    The tutorial's B200 worker (206 CPU / 2400Gi) sits inside these bounds.
+    sidecars. The tutorial's B200 worker (206 CPU / 2400Gi) sits inside these bounds.
+
+    /dev/shm and the object store are sized together. Left to itself, Ray sizes the store at
+    30% of the node's memory (at most 200 GB) and, when /dev/shm is smaller than that, puts it
+    on disk (/tmp/ray, "This will harm performance"; ray `services.determine_plasma_store_config`)
+    - what a 5 GiB /dev/shm did on L4. So the store is Ray's own default size, in whole GiB,
+    passed explicitly, and /dev/shm holds it plus a headroom per GPU for NCCL and vLLM (B200
+    and H200: 186 + 64 = 250 GiB, the size Google's RDMA test pods use). Memory /dev/shm counts
+    against the pod's memory only as it fills.
     """
     memory_gib = int(gpu.memory_gb / GB_PER_GIB * 0.8)
+    object_store_gib = min(
+        int(memory_gib * RAY_OBJECT_STORE_FRACTION), RAY_OBJECT_STORE_MAX_BYTES // GIB
+    )
     return PodSize(
         cpu=int(gpu.vcpus * 0.9),
         memory_gib=memory_gib,
         gpus=gpu.gpus_per_node,
-        shm_gib=min(250, max(1, memory_gib // 8)),
+        shm_gib=object_store_gib + SHM_HEADROOM_GIB_PER_GPU * gpu.gpus_per_node,
+        object_store_gib=object_store_gib,
     )
 
 
@@ -116,6 +146,11 @@ GIB_RESOURCE = "nemo_rl_gib"
 """Ray resource every RDMA worker advertises once; the job's driver asks for it, so the driver
 starts on a worker whose shell has sourced the gIB script (NeMo RL forwards the driver's
 environment to every training and generation process)."""
+OWN_CLUSTER_RETRIES = 3
+"""`backoffLimit` of a RayJob that brings its own cluster (pools that scale from zero, Spot on
+dev): a preempted node fails the run, KubeRay runs it again on a new cluster and NeMo RL resumes
+from the newest checkpoint in the run's folder. Three covers a bad hour on Spot without looping
+forever on a run that fails for its own reasons."""
 
 
 @dataclass(frozen=True)
@@ -220,36 +255,147 @@ def grpo_overrides(run: GrpoRun) -> list[str]:
     return overrides
 
 
-def gib_shell_setup(tuner_config: str) -> str:
-    """Shell commands that give a process Google's gIB environment, as Google's NeMo RL sample
-    does before `ray start`: the image's LD_LIBRARY_PATH is kept (the gIB and driver libraries
-    go in front of it, never in its place), then the script on the node sets NCCL's gIB
-    settings, then what the sample adds (GID index) and this GPU's tuner."""
+def fail_fast(steps: Sequence[str]) -> str:
+    """Steps joined with `&&`; a step that can fail says on stderr that it failed (assignments
+    cannot). The chain's status is the one of its first failing step, and no later step runs;
+    a caller that must not go on (a Ray pod, whose `ray start` KubeRay appends after a `;`)
+    ends it with `|| exit 1`."""
     return " && ".join(
-        [
-            f"ldconfig {NVIDIA_DIR}/lib64",
-            f"export LD_LIBRARY_PATH={GIB_DIR}/lib64:{NVIDIA_DIR}/lib64"
-            "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}",
-            f"source {GIB_ENV_SCRIPT}",
-            "export NCCL_IB_GID_INDEX=3",
-            f"export NCCL_TUNER_CONFIG_PATH={GIB_DIR}/configs/{tuner_config}",
-        ]
+        step
+        if step.startswith(("export ", "unset "))
+        else f"{{ {step} || {{ echo {shlex.quote(f'nemo-rl-gke: setup step failed: {step}')} >&2;"
+        " false; }; }"
+        for step in steps
     )
+
+
+def gib_setup_steps(tuner_config: str) -> list[str]:
+    """What gives a process Google's gIB environment, as Google's NeMo RL sample does before
+    `ray start`: the image's LD_LIBRARY_PATH is kept (the gIB and driver libraries go in front
+    of it, never in its place); NCCL_NET=gIB before Google's script, as Google's A4 NCCL example
+    does, so a gIB plugin that fails to load stops NCCL instead of degrading silently to another
+    transport (cluster-toolkit examples/gke-a4/nccl-jobset-example.yaml); then the script on the
+    node sets NCCL's gIB settings, then what the sample adds (GID index) and this GPU's tuner."""
+    return [
+        f"ldconfig {NVIDIA_DIR}/lib64",
+        f"export LD_LIBRARY_PATH={GIB_DIR}/lib64:{NVIDIA_DIR}/lib64"
+        "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}",
+        "export NCCL_NET=gIB",
+        f"source {GIB_ENV_SCRIPT}",
+        "export NCCL_IB_GID_INDEX=3",
+        f"export NCCL_TUNER_CONFIG_PATH={GIB_DIR}/configs/{tuner_config}",
+    ]
+
+
+def gpu_setup_steps() -> list[str]:
+    """Driver libraries in front of the image's LD_LIBRARY_PATH (GPUs without RDMA)."""
+    return [f"export LD_LIBRARY_PATH={NVIDIA_DIR}/lib64${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"]
+
+
+def gib_shell_setup(tuner_config: str) -> str:
+    """The gIB setup as one shell chain (the workers' and the gates' word for word)."""
+    return fail_fast(gib_setup_steps(tuner_config))
 
 
 def gpu_shell_setup() -> str:
-    """Driver libraries in front of the image's LD_LIBRARY_PATH (GPUs without RDMA)."""
-    return f"export LD_LIBRARY_PATH={NVIDIA_DIR}/lib64${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
+    """The driver-library setup as one shell chain (GPUs without RDMA)."""
+    return fail_fast(gpu_setup_steps())
+
+
+NUMA_AFFINITY_FILE = "/tmp/nrl_gpu_cpu_affinity"
+"""Where NeMo RL v0.7.0 reads each GPU's NUMA-local CPUs (`nemo_rl/distributed/numa_utils.py`,
+GPU_CPU_AFFINITY_PATH); its Slurm launcher `ray.sub` writes it on every node before `ray start`,
+and `bind_to_gpu_numa` skips silently when it is missing."""
+
+
+NUMA_WARNING = "nemo-rl-gke: no GPU NUMA map from nvidia-smi topo -m; NeMo RL runs unpinned"
+
+
+def numa_affinity_setup() -> str:
+    """Write NeMo RL's GPU -> NUMA-local CPU list file on a GPU worker, as `ray.sub` does.
+
+    The same source as ray.sub: the NUMA Affinity column of `nvidia-smi topo -m` (the field
+    before the last, first entry of a list) and the node's CPU list from sysfs, one `gpu:cpus`
+    line per GPU. Everything it needs is there on a GKE GPU worker: bash and awk in the image
+    (Ubuntu based), `nvidia-smi` from the driver folder GKE mounts at /usr/local/nvidia for
+    every GPU container (the RDMA workers mount it explicitly too), and /sys read-only in every
+    container. NeMo RL pins CPUs with `sched_setaffinity` from this file; its memory binding
+    also needs libnuma.so.1, which NeMo RL's Dockerfile does not install (it logs and goes on
+    without). Best effort, like ray.sub: a node that cannot tell its topology starts anyway,
+    with a warning, and NeMo RL runs unpinned.
+    """
+    awk = (
+        '\'/^GPU[0-9]/ { gpu = substr($1, 4); numa = $(NF-1); sub(/[,-].*/, "", numa);'
+        " if (numa ~ /^[0-9]+$/) print gpu, numa }'"
+    )
+    return (
+        f"{{ {NVIDIA_DIR}/bin/nvidia-smi topo -m 2>/dev/null | awk {awk}"
+        " | while read -r gpu numa; do"
+        ' cpus=$(cat "/sys/devices/system/node/node$numa/cpulist" 2>/dev/null);'
+        ' [ -n "$cpus" ] && echo "$gpu:$cpus";'
+        f" done > {NUMA_AFFINITY_FILE};"
+        f" [ -s {NUMA_AFFINITY_FILE} ] || echo"
+        f" {shlex.quote(NUMA_WARNING)}"
+        " >&2; true; }"
+    )
+
+
+DRIVER_CLEAN_ENV = ("CUDA_VISIBLE_DEVICES", "RAY_worker_niceness")
+"""What Ray gives a job's driver that NeMo RL must not forward. With entrypoint resources (the
+driver's place on an RDMA worker) Ray's job manager leaves RAY_worker_niceness=0 in the job's
+runtime env and starts the supervisor with num_gpus=0, so the driver inherits
+CUDA_VISIBLE_DEVICES="" (ray 2.55.1 `job_manager.py`, `job_supervisor.py`). NeMo RL's init_ray
+passes its whole environment to `ray.init`: RAY_worker_niceness in both fails the merge with the
+job's runtime env, and an actor started with CUDA_VISIBLE_DEVICES="" and num_gpus=1 dies in
+Ray's GPU-id lookup (SOURCE.md, reproduced with Ray 2.55.1)."""
+
+
+TOKENS_DIR = "/var/run/secrets/nemo-rl-gke"
+"""Where the Ray pods mount the token Secret as files (optional: the Secret may not exist)."""
+TOKEN_ENV = ("HF_TOKEN", "WANDB_API_KEY")
+"""The tokens NeMo RL's run reads from its environment (keys of the token Secret)."""
+
+
+def token_refresh() -> str:
+    """The driver takes the tokens from the Secret's files, not from its pod's environment: a
+    pod's environment is fixed when it starts, so a token set after the RayCluster exists (say
+    `hfToken`, when the job is switched on later) would never reach a job, while Secret files
+    follow the Secret. NeMo RL forwards the driver's environment to every worker. The values
+    never appear in the script, the RayJob or a log."""
+    names = " ".join(TOKEN_ENV)
+    return (
+        f'for key in {names}; do if [ -s "{TOKENS_DIR}/$key" ]; then'
+        f' export "$key=$(cat "{TOKENS_DIR}/$key")"; fi; done'
+    )
+
+
+def model_download(model: str) -> str:
+    """Put the policy model into the Hugging Face cache on /data once, before NeMo RL starts:
+    otherwise every training and generation worker (16 on two B200 nodes) asks the Hub for the
+    same files at once. `hf` is huggingface_hub's CLI, in the image's venv (NeMo RL v0.7.0's
+    uv.lock pins huggingface-hub 1.14.0, which ships `hf`; `huggingface-cli` is gone since 1.0);
+    it reads HF_HOME and HF_TOKEN from the pod. Meta's repositories carry a second copy of the
+    weights under original/ that transformers never reads."""
+    return f"uv run hf download {shlex.quote(model)} --exclude 'original/*'"
 
 
 def grpo_script_text(run: GrpoRun) -> str:
-    """The shell script of the job's driver: environment first, then NeMo RL's GRPO example."""
-    setup = gib_shell_setup(run.tuner_config) if run.rdma else gpu_shell_setup()
+    """The shell script of the job's driver: a clean environment, the node's GPU setup, the
+    model in the shared cache, then NeMo RL's GRPO example."""
+    setup = gib_setup_steps(run.tuner_config) if run.rdma else gpu_setup_steps()
     args = " ".join(shlex.quote(o) for o in grpo_overrides(run))
-    return (
-        f"{setup} && mkdir -p {shlex.quote(run.log_dir)} && cd {NEMO_RL_DIR}"
-        f" && uv run python {grpo_script(run.image)} --config {shlex.quote(run.config)} {args}"
+    steps = fail_fast(
+        [
+            f"unset {' '.join(DRIVER_CLEAN_ENV)}",
+            token_refresh(),
+            *setup,
+            f"mkdir -p {shlex.quote(run.log_dir)}",
+            f"cd {NEMO_RL_DIR}",
+            model_download(run.model),
+        ]
     )
+    config = shlex.quote(run.config)
+    return f"{steps} && uv run python {grpo_script(run.image)} --config {config} {args}"
 
 
 def grpo_entrypoint(run: GrpoRun) -> str:

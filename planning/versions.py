@@ -142,7 +142,10 @@ VERSIONS: Final = VersionTable(
     ),
     ray_version=Pin(
         "2.55.1",
-        "NVIDIA-NeMo/RL pyproject.toml@v0.7.0 (ray>=2.55.1); must match the Ray in nemo_rl_image",
+        "NVIDIA-NeMo/RL uv.lock@v0.7.0 (commit 81aa43dd): ray 2.55.1 is what the image installs"
+        " (its pyproject.toml asks ray[default]>=2.55.1); the RayCluster's rayVersion must equal"
+        " it. The engine test bed runs this Ray from PyPI (ray[default]==2.55.1, pyproject.toml's"
+        " dev group)",
     ),
     nccl_diagnostic_image=Pin(
         "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.1.1",

@@ -10,7 +10,10 @@ them, saying so in its log:
 - the KubeRay operator: once its CRDs exist, the agent starts the real operator on this host
   against the local API server (the operator Deployment's pod does not run under kwok);
 - the acceptance gates: it runs each gate pod's script with stand-in GPU tools and reports
-  how it ended in the pod's status (testbed.gate_pods).
+  how it ended in the pod's status (testbed.gate_pods);
+- the Ray pods KubeRay creates: it runs each as a real Ray node on this host and reports it as
+  its kubelet would (testbed.ray_pods); the operator and the gate pods reach Services by their
+  cluster DNS names through the cluster network stand-in (testbed.cluster_network).
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from testbed.cluster_network import ClusterNetwork, KubeApi
 from testbed.gate_pods import GatePods
 from testbed.processes import Processes
+from testbed.ray_pods import RayPods
 
 CRD_JOB_PREFIX = "kuberay-crds-"
 
@@ -68,7 +73,15 @@ class Agent:
         self.crds = Path(options.crds)
         self.processes = Processes(Path(options.root))
         self.handled: set[str] = set()
-        self.gates = GatePods(Path(options.root), self.run_kubectl, say)
+        api = KubeApi(Path(self.kubeconfig))
+        self.ray_pods = RayPods(Path(options.ray_root), api, self.run_kubectl, say)
+        # For tests and people (and a restarted agent): the cluster's Services by name.
+        address = Path(options.root) / "cluster-network-proxy"
+        earlier = address.read_text().rsplit(":", 1)[-1] if address.exists() else "0"
+        self.network = ClusterNetwork(api, say, self.ray_pods.host_port).start(int(earlier))
+        self.ray_pods.network = self.network
+        address.write_text(self.network.url)
+        self.gates = GatePods(Path(options.root), self.run_kubectl, say, self.network.proxy_env())
 
     def run_kubectl(self, *args: str) -> subprocess.CompletedProcess[str]:
         """kubectl as the admin."""
@@ -133,18 +146,27 @@ class Agent:
                 "--enable-leader-election=false",
                 "--log-stdout-encoder=console",
             ],
-            env={"KUBECONFIG": self.operator_kubeconfig, "PATH": "/usr/bin:/bin"},
+            env={
+                "KUBECONFIG": self.operator_kubeconfig,
+                "PATH": "/usr/bin:/bin",
+                # Its dashboard client reaches the head Service by name (cluster DNS).
+                **self.network.proxy_env(),
+            },
         )
         say(f"started the real KubeRay operator on this host (pid {pid}), local API server")
 
     def loop(self) -> None:
         """Act until stopped."""
-        say("watching for KubeRay CRD Jobs, the RayCluster CRD and acceptance gate pods")
+        say("watching for KubeRay CRD Jobs, the RayCluster CRD, acceptance gate pods and Ray pods")
         while True:
             for pod in self.crd_job_pods():
                 self.apply_crds(pod)
             self.ensure_operator()
             self.gates.step()
+            try:
+                self.ray_pods.step()
+            except OSError as problem:  # the API server restarting: next round
+                say(f"ray pods: {problem}")
             time.sleep(1)
 
 
@@ -158,13 +180,16 @@ def main(argv: list[str] | None = None) -> int:
         "--operator-kubeconfig",
         "--crds",
         "--root",
+        "--ray-root",
     ):
         parser.add_argument(flag, required=True)
     agent = Agent(parser.parse_args(argv))
 
     def stop(_signum: int, _frame: object) -> None:
-        # Stopped by pid (testbed.processes): take the gate scripts along.
+        # Stopped by pid (testbed.processes): take the gate scripts and Ray pods along.
         agent.gates.stop()
+        agent.ray_pods.stop_all()
+        agent.network.stop()
         sys.exit(0)
 
     signal.signal(signal.SIGTERM, stop)

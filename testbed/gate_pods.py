@@ -27,7 +27,6 @@ from typing import Any
 
 from planning.verify import GATE_LABEL
 from testbed.gate_standins import Scenario, install, local_setup
-from testbed.ray_dashboard_standin import DashboardStandin, SmokeScenario
 
 SCENARIO_FILE = "gate-scenario.json"
 """In the local cluster's folder: what the fake hardware measures (default: a healthy node)."""
@@ -44,7 +43,6 @@ class Running:
     termination_log: Path
     started: str
     image: str
-    dashboard: DashboardStandin | None = None
     sidecars: list[tuple[str, subprocess.Popen[str]]] = field(default_factory=list)
     """Native sidecars (restartPolicy Always init containers): name and process."""
     ended: str = ""
@@ -59,8 +57,6 @@ class Running:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(sidecar.pid, signal.SIGKILL)
             sidecar.wait()
-        if self.dashboard is not None:
-            self.dashboard.stop()
 
 
 def _now() -> str:
@@ -92,13 +88,6 @@ def container_env(pod: dict[str, Any], container: dict[str, Any]) -> dict[str, s
     return env
 
 
-def _custom_resources(group: dict[str, Any]) -> list[str]:
-    """Ray resources a worker group advertises (`rayStartParams.resources` holds a quoted
-    JSON object, as `ray start --resources` takes it)."""
-    quoted = group.get("rayStartParams", {}).get("resources")
-    return list(json.loads(json.loads(quoted))) if quoted else []
-
-
 class GatePods:
     """Runs gate pods' scripts and reports how they ended."""
 
@@ -107,8 +96,11 @@ class GatePods:
         root: Path,
         kubectl: Callable[..., subprocess.CompletedProcess[str]],
         say: Callable[[str], None],
+        network: dict[str, str] | None = None,
     ) -> None:
         self.root = root
+        self.network = dict(network or {})
+        """Environment giving a gate the cluster network stand-in (testbed.cluster_network)."""
         self.work = root / "gate-pods"
         self.kubectl = kubectl
         self.say = say
@@ -208,9 +200,13 @@ class GatePods:
             }
         )
         interpreter, script = container["command"][:2]
-        dashboard = None
         if "RAY_DASHBOARD" in env:
-            dashboard = self._dashboard(env, namespace)
+            # The GRPO smoke calls the RayCluster's real Ray dashboard by its Service's name.
+            env.update(self.network)
+            self.say(
+                f"smoke gate: {env['RAY_DASHBOARD']} is reached through the cluster network"
+                f" stand-in ({self.network.get('HTTP_PROXY', 'none')}): the real Ray head"
+            )
         argv = [interpreter, str(gates / Path(script).name)]
         out = (home / "container.log").open("w", encoding="utf-8")
         proc = subprocess.Popen(
@@ -231,7 +227,7 @@ class GatePods:
             sidecars.append((init["name"], started))
         self.running[meta["uid"]] = Running(
             meta["name"], namespace, meta["uid"], proc, log, _now(), container["image"],
-            dashboard, sidecars,
+            sidecars,
         )  # fmt: skip
         self.say(
             f"gate pod {namespace}/{meta['name']}: no container runs under kwok; running its"
@@ -239,34 +235,6 @@ class GatePods:
             f" GPU, RDMA, nccl-tests, mpirun, ssh and fio tools ({tools['NVIDIA_SMI']} ...),"
             " /usr/local/gib, /usr/local/nvidia and /data pointed at test bed folders"
         )
-
-    def _dashboard(self, env: dict[str, str], namespace: str) -> DashboardStandin | None:
-        """The GRPO smoke's Ray dashboard: a stand-in on 127.0.0.1, once the RayCluster's
-        head Service it names exists (cluster DNS does not reach this host)."""
-        match = re.fullmatch(
-            r"http://([^.]+)\.([^.]+)\.svc\.cluster\.local:8265", env["RAY_DASHBOARD"]
-        )
-        service = (
-            self.kubectl("get", "service", match.group(1), "-n", match.group(2)) if match else None
-        )
-        if match is None or service is None or service.returncode != 0:
-            self.say(f"smoke gate: no head Service behind {env['RAY_DASHBOARD']}: nothing answers")
-            env["RAY_DASHBOARD"] = "http://127.0.0.1:9"
-            return None
-        # The driver's placement the RayCluster offers: what the smoke must ask for.
-        clusters = self._get("rayclusters.ray.io", "-n", namespace)
-        owner = [c for c in clusters if f"{c['metadata']['name']}-head-svc" == match.group(1)]
-        groups = owner[0]["spec"].get("workerGroupSpecs", []) if owner else []
-        offered = {key: 1 for group in groups for key in _custom_resources(group)}
-        scenario = self.scenario().smoke
-        standin = DashboardStandin(SmokeScenario(**scenario), expected_resources=offered).start()
-        env["RAY_DASHBOARD"] = standin.url
-        self.say(
-            f"smoke gate: {match.group(1)} exists; its Ray dashboard is a stand-in at"
-            f" {standin.url} (no Ray runs here) that checks the submission and answers"
-            f" {standin.scenario.status}"
-        )
-        return standin
 
     def _report(self, run: Running, *, final: bool) -> None:
         """The pod's status as the kubelet writes it: once the main container ended (the pod

@@ -15,7 +15,6 @@ import shlex
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 
 @dataclass
@@ -38,8 +37,6 @@ class Scenario:
         default_factory=lambda: {"write": 6_000_000_000, "read": 7_000_000_000}
     )
     """Per node."""
-    smoke: dict[str, Any] = field(default_factory=dict)
-    """How the GRPO smoke's Ray job ends (testbed.ray_dashboard_standin.SmokeScenario)."""
 
     def to_json(self) -> str:
         """The scenario file the stand-ins read."""
@@ -166,9 +163,10 @@ with open(opts["output"], "w") as out:
 """
 )
 
-GIB_ENV = """# set_nccl_env.sh (test bed stand-in for Google's script: sets two of its variables)
+GIB_ENV = """# set_nccl_env.sh (test bed stand-in for Google's script: sets two of its variables;
+# like the real one it does not set NCCL_NET, which the workers' setup exports before it)
 echo "set_nccl_env.sh (test bed stand-in)" >&2
-export NCCL_NET=gIB
+export NCCL_NET_PLUGIN=/usr/local/gib/lib64/libnccl-net_internal.so
 export NCCL_CROSS_NIC=0
 """
 

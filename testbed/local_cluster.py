@@ -13,13 +13,16 @@ Everything lives in `.tools/local-cluster/`: `kubeconfig` (admin), `env` (source
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -35,6 +38,8 @@ from planning.verify import GATE_LABEL
 from testbed.cluster_pieces import build_all
 from testbed.pki import Pki, ensure_pki, write_trust_bundle
 from testbed.processes import Processes
+from testbed.ray_pods import NODE_TYPE_LABEL as RAY_NODE_LABEL
+from testbed.ray_pods import processes_naming
 from testbed.shared import shared_dir
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,6 +48,9 @@ KUBECONFIG = ROOT / "kubeconfig"
 ENV_FILE = ROOT / "env"
 STATE_FILE = ROOT / "cluster.json"
 BIN = ROOT / "bin"
+RAY_PODS_LINK = ROOT / "ray-pods"
+"""Where the Ray pods' folders are (a link to a short folder under /tmp: Ray's socket paths,
+inside each pod's /tmp, must stay under 108 characters)."""
 TESTBED_CRDS = Path(__file__).resolve().parent / "crds"
 FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 STOP_ORDER = [
@@ -377,12 +385,17 @@ def _start(processes: Processes) -> Cluster:
         flush=True,
     )
     _write_env(cluster, pki)
+    ray_root = Path(tempfile.mkdtemp(prefix="nrg-", dir="/tmp"))
+    if RAY_PODS_LINK.is_symlink():
+        RAY_PODS_LINK.unlink()
+    RAY_PODS_LINK.symlink_to(ray_root)
     processes.start("agent", [
         sys.executable, "-m", "testbed.cluster_agent",
         "--kubectl", bins["kubectl"], "--kubeconfig", str(KUBECONFIG),
         "--operator", bins["ray-operator"],
         "--operator-kubeconfig", str(configs / "kuberay-operator"),
         "--crds", str(kuberay_chart() / "crds"), "--root", str(ROOT),
+        "--ray-root", str(ray_root),
     ], env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
     print(
         f"local cluster: started etcd, kube-apiserver (https://{cluster.endpoint}),"
@@ -393,13 +406,19 @@ def _start(processes: Processes) -> Cluster:
 
 
 def kwok_config(shipped: Path, out: Path) -> Path:
-    """kwok's own stages, except that pods of the acceptance gates are not completed by kwok:
-    the test bed agent runs their scripts and sets how they ended (testbed.cluster_agent)."""
+    """kwok's own stages, except that pods of the acceptance gates are not completed by kwok,
+    and Ray pods are neither started nor completed by it: the test bed agent runs them and sets
+    their status (testbed.gate_pods, testbed.ray_pods)."""
     documents = [yaml.safe_load(d) for d in shipped.read_text(encoding="utf-8").split("\n---\n")]
     for stage in documents:
+        expressions = stage["spec"]["selector"]["matchExpressions"]
         if stage["metadata"]["name"] == "pod-complete":
-            stage["spec"]["selector"]["matchExpressions"].append(
+            expressions.append(
                 {"key": f'.metadata.labels["{GATE_LABEL}"]', "operator": "DoesNotExist"}
+            )
+        if stage["metadata"]["name"] in ("pod-ready", "pod-complete"):
+            expressions.append(
+                {"key": f'.metadata.labels["{RAY_NODE_LABEL}"]', "operator": "DoesNotExist"}
             )
     out.write_text(yaml.safe_dump_all(documents, sort_keys=False), encoding="utf-8")
     return out
@@ -420,6 +439,16 @@ def down() -> None:
     for path in (STATE_FILE, ENV_FILE):
         path.unlink(missing_ok=True)
     shutil.rmtree(ROOT / "etcd-data", ignore_errors=True)
+    if RAY_PODS_LINK.is_symlink():
+        ray_root = RAY_PODS_LINK.resolve()
+        # The agent ended every Ray pod's process groups; a Ray process left in a session of
+        # its own (a job's driver) names its node's folder on its command line: end it by pid.
+        for pid in processes_naming(f"{ray_root}/"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+                print(f"local cluster: ended stray Ray process {pid}", flush=True)
+        shutil.rmtree(ray_root, ignore_errors=True)
+        RAY_PODS_LINK.unlink()
 
 
 def status() -> int:

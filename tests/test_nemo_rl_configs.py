@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hydra._internal.config_loader_impl import ConfigLoaderImpl
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import DictConfig, OmegaConf
 
+from testbed.nemo_rl_standin.config_rules import apply_overrides, load_config
 from tests.harness import REPO, by_name, run_stack, variant
 
 SHARED = Path(os.environ.get("NEMO_RL_GKE_SHARED", str(REPO.parent / "shared")))
@@ -30,56 +28,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _merge(parent: Any, child: Any) -> Any:
-    """OmegaConf.merge on plain containers (mappings merge, the rest is replaced), except that
-    a child mapping carrying `_override_: true` replaces the parent's mapping."""
-    if isinstance(child, dict):
-        if child.get("_override_") is True:
-            return {k: _merge(None, v) for k, v in child.items() if k != "_override_"}
-        if isinstance(parent, dict):
-            merged = dict(parent)
-            for key, value in child.items():
-                merged[key] = _merge(parent.get(key), value)
-            return merged
-        return {k: _merge(None, v) for k, v in child.items()}
-    return child
-
-
-def _load_raw(path: Path) -> dict[str, Any]:
-    loaded = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
-    assert isinstance(loaded, dict)
-    raw: dict[str, Any] = {str(k): v for k, v in loaded.items()}
-    defaults = raw.pop("defaults", None)
-    if defaults is None:
-        return raw
-    base: dict[str, Any] = {}
-    for parent in [defaults] if isinstance(defaults, str) else list(defaults):
-        # Parents are resolved relative to the child's folder and loaded depth-first.
-        base = _merge(base, _load_raw(path.parent / str(parent)))
-    merged = _merge(base, raw)
-    assert isinstance(merged, dict)
-    return merged
-
-
-def load_config(path: Path) -> DictConfig:
-    """A NeMo RL config with its `defaults:` chain resolved (the child wins)."""
-    cfg = OmegaConf.create(_load_raw(path))
-    assert isinstance(cfg, DictConfig)
-    return cfg
-
-
-def apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
-    """`parse_hydra_overrides`: struct mode, Hydra's parser, Hydra's config loader."""
-    OmegaConf.set_struct(cfg, True)
-    parsed = OverridesParser.create().parse_overrides(overrides=overrides)
-    ConfigLoaderImpl._apply_overrides_to_config(parsed, cfg)
-    return cfg
-
-
 def job_command(result: Any) -> tuple[str, list[str]]:
     """(config file, overrides) of the RayJob's `run_grpo.py` command."""
     (_, _, script) = shlex.split(by_name(result)["ray-job"].inputs["spec"]["entrypoint"])
-    words = shlex.split(script.split(" && cd /opt/nemo-rl && ", 1)[1])
+    words = shlex.split("uv run python " + script.split(" && uv run python ", 1)[1])
     at = words.index("--config")
     return words[at + 1], words[at + 2 :]
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import shlex
+import tomllib
 
 import pytest
+import ray
 
 from planning.catalog import GPU_CATALOG
 from planning.ray import (
     IMAGE_CUDA,
     IMAGE_RAY,
     GrpoRun,
-    gib_shell_setup,
+    gib_setup_steps,
     gpu_shell_setup,
     grpo_entrypoint,
     grpo_script,
@@ -21,6 +23,7 @@ from planning.ray import (
     worker_size,
 )
 from planning.versions import VERSIONS
+from tests.harness import REPO
 
 
 def test_worker_takes_the_whole_node_with_headroom() -> None:
@@ -30,15 +33,24 @@ def test_worker_takes_the_whole_node_with_headroom() -> None:
     # the node (224 vCPU / 3968 GB) and leaves room for DaemonSets.
     assert 190 <= b200.cpu < 224
     assert 2400 <= b200.memory_gib < 3968 / 1.073741824
-    assert b200.shm_gib == 250  # Google's RDMA test pods use 250Gi of /dev/shm
+    # Ray's default object store (capped at 200 GB) plus 8 GiB per GPU: the 250Gi of /dev/shm
+    # Google's RDMA test pods use.
+    assert (b200.object_store_gib, b200.shm_gib) == (186, 250)
     l4 = worker_size(GPU_CATALOG["l4"])
     assert (l4.gpus, l4.cpu) == (1, 14)
+    # 30% of 47 GiB in a /dev/shm that holds it (5 GiB before: Ray put the store on disk).
+    assert (l4.object_store_gib, l4.shm_gib) == (14, 22)
     assert l4.shm_gib < l4.memory_gib
 
 
 def test_pinned_image_matches_pinned_ray_version() -> None:
     tag = image_tag(VERSIONS.nemo_rl_image.value)
     assert IMAGE_RAY[tag] == VERSIONS.ray_version.value  # rayVersion must equal the image's Ray
+    # The test bed's Ray (the project's dev group) is the image's.
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    pins = [d for d in project["dependency-groups"]["dev"] if d.startswith("ray[")]
+    assert pins == [f"ray[default]=={VERSIONS.ray_version.value}"]
+    assert ray.__version__ == VERSIONS.ray_version.value
     assert IMAGE_CUDA[tag] == (13, 2)  # platform-facts §h: v0.7.0 is CUDA 13.2
     assert VERSIONS.gpu_driver_version.value == "LATEST"
 
@@ -76,7 +88,7 @@ def words_of(command: str) -> list[str]:
     """The words of the GRPO command inside the entrypoint's bash script."""
     (bash, flag, script) = shlex.split(command)
     assert (bash, flag) == ("bash", "-c")
-    return shlex.split(script.split(" && cd /opt/nemo-rl && ", 1)[1])
+    return shlex.split("uv run python " + script.split(" && uv run python ", 1)[1])
 
 
 def test_entrypoint_carries_every_setting() -> None:
@@ -146,18 +158,21 @@ def test_submit_command_runs_the_same_script() -> None:
 def test_gib_setup_sources_google_s_script_and_keeps_the_image_library_path(
     gpu: str, tuner: str
 ) -> None:
-    setup = gib_shell_setup(GPU_CATALOG[gpu].nccl_tuner_config or "")  # type: ignore[index]
-    steps = setup.split(" && ")
-    assert "source /usr/local/gib/scripts/set_nccl_env.sh" in steps
-    assert (
+    steps = gib_setup_steps(GPU_CATALOG[gpu].nccl_tuner_config or "")  # type: ignore[index]
+    library_path = (
         "export LD_LIBRARY_PATH=/usr/local/gib/lib64:/usr/local/nvidia/lib64"
         "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    ) in steps
-    assert "export NCCL_IB_GID_INDEX=3" in steps
-    assert f"export NCCL_TUNER_CONFIG_PATH=/usr/local/gib/configs/{tuner}" in steps
-    assert steps.index("export LD_LIBRARY_PATH=/usr/local/gib/lib64:/usr/local/nvidia/lib64"
-                       "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}") < steps.index(
-        "source /usr/local/gib/scripts/set_nccl_env.sh")  # fmt: skip
+    )
+    assert steps == [
+        "ldconfig /usr/local/nvidia/lib64",
+        library_path,
+        # Before Google's script, as Google's A4 NCCL example: a gIB plugin that fails to load
+        # stops NCCL instead of degrading to another transport.
+        "export NCCL_NET=gIB",
+        "source /usr/local/gib/scripts/set_nccl_env.sh",
+        "export NCCL_IB_GID_INDEX=3",
+        f"export NCCL_TUNER_CONFIG_PATH=/usr/local/gib/configs/{tuner}",
+    ]
     assert "${LD_LIBRARY_PATH" in gpu_shell_setup()
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from planning.ray import gib_shell_setup
+from planning.ray import gib_shell_setup, numa_affinity_setup
 from preflight.cli import Result
 from preflight.stackfiles import read_project, read_stack
 from stack_config import load_stack_config
@@ -319,10 +319,18 @@ def test_rdma_workers_are_wired_per_gpu(stack_name: str, tuner: str, accel: str)
     ]
     (container,) = spec["containers"]
     env = _env(container)
-    # KubeRay runs the args before `ray start`: Google's gIB script and this GPU's tuner.
-    assert container["args"] == [gib_shell_setup(tuner)]
+    # KubeRay runs the args before `ray start`: Google's gIB script and this GPU's tuner, NeMo
+    # RL's NUMA map, and the container's end when a setup step fails.
+    assert container["args"] == [f"{gib_shell_setup(tuner)} && {numa_affinity_setup()} || exit 1"]
+    assert container["terminationMessagePolicy"] == "FallbackToLogsOnError"
     assert "LD_LIBRARY_PATH" not in env  # the image's library path is extended, not replaced
-    assert json.loads(json.loads(worker["rayStartParams"]["resources"])) == {"nemo_rl_gib": 1}
+    assert env["RAY_memory_monitor_refresh_ms"] == "0"
+    # The GPUs explicitly and the gIB resource, through the group's typed field; KubeRay
+    # refuses a group that also sets them in rayStartParams (utils/validation.go).
+    assert worker["resources"] == {"GPU": "8", "nemo_rl_gib": "1"}
+    assert not {"num-cpus", "num-gpus", "memory", "resources"} & set(worker["rayStartParams"])
+    # The object store sized with /dev/shm (tests/test_ray_object_store.py asks Ray about it).
+    assert worker["rayStartParams"]["object-store-memory"] == str(186 * 2**30)
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
     assert container["resources"]["requests"] == container["resources"]["limits"]
     volumes = {v["name"]: v for v in spec["volumes"]}
@@ -344,6 +352,8 @@ def test_dev_workers_have_no_rdma_and_mount_the_bucket(dev: Result) -> None:
     assert annotations["gke-gcsfuse/volumes"] == "true"  # the GCS FUSE sidecar
     (container,) = worker["template"]["spec"]["containers"]
     assert not any(k.startswith("NCCL_") for k in _env(container))
+    assert worker["resources"] == {"GPU": "1"}  # no gIB resource without RDMA
+    assert not {"num-cpus", "num-gpus", "memory", "resources"} & set(worker["rayStartParams"])
     volumes = {v["name"] for v in worker["template"]["spec"]["volumes"]}
     assert "gib" not in volumes
     assert "nvidia" not in volumes
@@ -364,6 +374,8 @@ def test_head_runs_on_the_system_pool_with_the_pinned_image(b200: Result) -> Non
     assert container["image"] == VERSIONS.nemo_rl_image.value
     assert container["resources"]["limits"] == {"cpu": "12", "memory": "96Gi"}  # S5's head
     assert {"containerPort": 8265.0, "name": "dashboard"} in container["ports"]
+    # Ray's OOM killer off on the head too (NeMo RL's Kubernetes guide).
+    assert _env(container)["RAY_memory_monitor_refresh_ms"] == "0"
 
 
 def test_kuberay_helm_release_and_crd_job(b200: Result) -> None:
@@ -417,6 +429,11 @@ def test_a_job_on_an_autoscaling_pool_brings_up_its_own_workers(tmp_path: Path) 
     spec = job.inputs["spec"]
     assert "clusterSelector" not in spec
     assert spec["shutdownAfterJobFinishes"] is True  # the pool goes back to zero
+    # A preempted Spot node fails the run; KubeRay runs it again on a new cluster, and the run
+    # resumes from its checkpoints (on by default, in the run's own folder).
+    assert spec["backoffLimit"] == 3
+    assert "checkpointing.enabled=true" in spec["entrypoint"]
+    assert "checkpointing.checkpoint_dir=/data/nemo-rl/runs/grpo-gsm8k-" in spec["entrypoint"]
     (workers,) = spec["rayClusterSpec"]["workerGroupSpecs"]
     assert (workers["replicas"], workers["minReplicas"], workers["maxReplicas"]) == (2.0, 2.0, 2.0)
     assert spec["rayClusterSpec"]["enableInTreeAutoscaling"] is False
@@ -437,6 +454,7 @@ def test_a_job_on_a_fixed_reserved_pool_uses_the_stack_s_raycluster(tmp_path: Pa
     spec = records["ray-job"].inputs["spec"]
     assert spec["clusterSelector"] == {"ray.io/cluster": "nemo-rl"}
     assert "rayClusterSpec" not in spec
+    assert "backoffLimit" not in spec  # KubeRay refuses it with clusterSelector
     workers = records["ray-cluster"].inputs["spec"]["workerGroupSpecs"][0]["replicas"]
     assert f"cluster.num_nodes={int(workers)}" in spec["entrypoint"]
     meta = records["ray-job"].inputs["metadata"]

@@ -19,9 +19,10 @@ from planning.verify import SMOKE_CONFIG, SMOKE_MODEL, plan_smoke
 from preflight.cli import Result
 from program.verification import verify_inputs
 from stack_config import InvalidStackConfig, load_stack_config
+from testbed.nemo_rl_standin.config_rules import apply_overrides, load_config
 from tests.harness import by_name, run_stack, stack_data, variant
 from tests.test_first_deploy_order import closure, named
-from tests.test_nemo_rl_configs import CONFIGS, apply_overrides, load_config
+from tests.test_nemo_rl_configs import CONFIGS
 from tests.test_nemo_rl_configs import pytestmark as needs_nemo_rl_configs
 from tests.test_schemas import KUBERNETES_VERSION, plain
 from tests.test_verification import config
@@ -64,8 +65,9 @@ def test_the_smoke_submits_what_a_rayjob_of_the_smoke_run_would(b200_smoke: Resu
     assert json.loads(env["ENTRYPOINT_RESOURCES"]) == json.loads(rayjob["entrypointResources"])
     smoke_script = shlex.split(env["ENTRYPOINT"])[2]
     job_script = shlex.split(rayjob["entrypoint"])[2]
-    setup = job_script.split(" && mkdir -p ")[0]
-    assert smoke_script.split(" && mkdir -p ")[0] == setup
+    setup = job_script.split(" && { mkdir -p ")[0]
+    assert smoke_script.split(" && { mkdir -p ")[0] == setup
+    assert setup.startswith("unset CUDA_VISIBLE_DEVICES RAY_worker_niceness && ")
     assert "uv run python examples/run_grpo.py --config examples/configs/grpo_smoke.yaml" in (
         smoke_script
     )
@@ -79,7 +81,7 @@ def test_the_smoke_overrides_pass_nemo_rl_s_own_parser_on_its_smoke_config(
     b200_smoke: Result,
 ) -> None:
     script = shlex.split(env_of(smoke_job(b200_smoke))["ENTRYPOINT"])[2]
-    words = shlex.split(script.split(" && cd /opt/nemo-rl && ", 1)[1])
+    words = shlex.split("uv run python " + script.split(" && uv run python ", 1)[1])
     at = words.index("--config")
     assert words[at + 1] == SMOKE_CONFIG
     cfg = apply_overrides(load_config(CONFIGS / Path(SMOKE_CONFIG).name), words[at + 2 :])

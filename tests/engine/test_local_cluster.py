@@ -1,22 +1,26 @@
 """The Kubernetes half for real: `pulumi up` and `destroy` against a local control plane.
 
 Real: kube-apiserver, controller-manager and scheduler (v1.36.3), etcd, the pulumi-kubernetes
-provider and its awaits, Helm (inside the provider) installing the local KubeRay chart, and
-the KubeRay operator reconciling the RayCluster. Stand-ins: kwok's nodes and pods (no
-container runs), the GCP provider (it hands out this API server as the cluster endpoint) and
-gke-gcloud-auth-plugin. The tests use the commands anyone can run: `make local-cluster`,
-`make engine-up STACK=...`, `make engine-down STACK=...`, `make local-cluster-down`. They run in
-this checkout (like a user), in order, and restore every stack file they touch.
+provider and its awaits, Helm (inside the provider) installing the local KubeRay chart, the
+KubeRay operator reconciling the RayCluster and the RayJobs, and Ray 2.55.1 running the pods
+KubeRay creates (testbed.ray_pods) with the NeMo RL stand-in at /opt/nemo-rl. Stand-ins: kwok's
+nodes and its other pods (no container runs), the GCP provider (it hands out this API server as
+the cluster endpoint), gke-gcloud-auth-plugin, cluster DNS (testbed.cluster_network). The tests
+use the commands anyone can run: `make local-cluster`, `make engine-up STACK=...`,
+`make engine-down STACK=...`, `make local-cluster-down`. They run in this checkout (like a user),
+in order, and restore every stack file (and program file) they touch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +40,7 @@ from testbed.gate_pods import SCENARIO_FILE
 from testbed.gate_standins import Scenario
 from testbed.gobuild import cache_root
 from testbed.processes import Processes
+from testbed.ray_pods import processes_naming
 from tests.day2 import IN_PLACE, REPLACING, Case
 from tests.engine.realcli import REPO, Events, Workspace, make_workspace
 
@@ -152,10 +157,69 @@ def gate_scripts_running() -> list[str]:
     return found
 
 
+def cluster_http(url: str, timeout: float = 30) -> Any:
+    """GET a Service by its cluster DNS name, through the test bed's cluster network."""
+    proxy = (ROOT / "cluster-network-proxy").read_text().strip()
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy}))
+    with opener.open(url, timeout=timeout) as answer:
+        return json.loads(answer.read())
+
+
+def ray_pods(namespace: str = "nemo-rl", cluster: str = "") -> list[dict[str, Any]]:
+    """The Ray pods (of one RayCluster, or all) in a namespace."""
+    selector = f"ray.io/cluster={cluster}" if cluster else "ray.io/node-type"
+    return items("pods", "-n", namespace, "-l", selector)
+
+
+def ready(pod: dict[str, Any]) -> bool:
+    return any(
+        c["type"] == "Ready" and c["status"] == "True"
+        for c in pod.get("status", {}).get("conditions", [])
+    )
+
+
+def wait_for_rayjob(name: str, namespace: str = "nemo-rl", timeout: float = 600) -> dict[str, Any]:
+    """The RayJob once Ray's verdict is in it (SUCCEEDED, FAILED or STOPPED)."""
+    found: dict[str, Any] = {}
+
+    def final() -> bool:
+        nonlocal found
+        found = kube("get", "rayjobs.ray.io", name, "-n", namespace) or {}
+        return found.get("status", {}).get("jobStatus") in ("SUCCEEDED", "FAILED", "STOPPED")
+
+    try:
+        wait_until(f"RayJob {name} to finish", final, timeout=timeout)
+    except AssertionError:
+        raise AssertionError(json.dumps(found.get("status"), indent=1)) from None
+    return found
+
+
+def run_workers(run: str) -> list[dict[str, Any]]:
+    """What the NeMo RL stand-in's workers of a run reported (in the run's logs on /data)."""
+    (report,) = (ROOT / "ray-pods").glob(f"n/volumes/*/*/nemo-rl/runs/{run}/logs/*.json")
+    found: list[dict[str, Any]] = json.loads(report.read_text())
+    return found
+
+
+@contextlib.contextmanager
+def program_changed(path: str, old: str, new: str) -> Iterator[None]:
+    """The checkout's program with `old` replaced by `new` in `path`, restored afterwards (to
+    show what a defect the change fixed does under the real engine)."""
+    file = REPO / path
+    text = file.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"{old!r} is not in {path} once"
+    file.write_text(text.replace(old, new), encoding="utf-8")
+    try:
+        yield
+    finally:
+        file.write_text(text, encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def cluster(engine: None) -> Iterator[None]:
     """`make local-cluster` for the module; `make local-cluster-down` after, nothing left over."""
     must(make("local-cluster", "STACK=b200"))
+    ray_root = f"{local_cluster.RAY_PODS_LINK.resolve()}/"
     try:
         yield
     finally:
@@ -165,6 +229,8 @@ def cluster(engine: None) -> Iterator[None]:
         assert "stopped" in down.stdout or "killed" in down.stdout
         assert our_processes() == [], "a test bed process outlived the run"
         assert gate_scripts_running() == [], "a gate script outlived the run"
+        assert processes_naming(ray_root) == [], "a Ray process outlived the run"
+        assert "ended stray Ray process" not in down.stdout, down.stdout
         assert Processes(ROOT).recorded() == []
 
 
@@ -207,29 +273,13 @@ def test_every_kubernetes_object_exists_as_declared(b200: str) -> None:
     assert "applied" in (ROOT / "logs" / "agent.log").read_text()
 
 
-def test_fake_nodes_heartbeat_through_leases(b200: str) -> None:
-    # A node without a fresh Lease is marked NotReady by the real node controller (and its
-    # pods not Ready) 50 s (its grace period) after its last heartbeat: look past that.
-    born = min(datetime.fromisoformat(n["metadata"]["creationTimestamp"]) for n in items("nodes"))
-    time.sleep(max(0.0, 70 - (datetime.now(UTC) - born).total_seconds()))
-    leases = {
-        lease["metadata"]["name"]: lease for lease in items("leases", "-n", "kube-node-lease")
-    }
-    for node in items("nodes"):
-        name = node["metadata"]["name"]
-        assert name in leases, f"node {name} keeps no Lease"
-        spec = leases[name]["spec"]
-        age = datetime.now(UTC) - datetime.fromisoformat(spec["renewTime"])
-        assert age.total_seconds() < spec["leaseDurationSeconds"], f"{name}'s Lease is stale"
-        ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
-        assert [c["status"] for c in ready] == ["True"], f"node {name} is not Ready"
-    for pod in items("pods", "-A"):
-        ready = [c["status"] for c in pod["status"]["conditions"] if c["type"] == "Ready"]
-        succeeded = pod["status"].get("phase") == "Succeeded"
-        assert succeeded or ready == ["True"], f"pod {pod['metadata']['name']} is not Ready"
-
-
 def test_kuberay_reconciles_the_raycluster_onto_the_right_nodes(b200: str) -> None:
+    # Each pod is a real Ray node; the agent reports it Ready once KubeRay's probe answers.
+    wait_until(
+        "the Ray pods to be Ready",
+        lambda: len(ray_pods()) == 3 and all(ready(p) for p in ray_pods()),
+        300,
+    )
     pods = {p["metadata"]["name"]: p for p in items("pods", "-n", "nemo-rl")}
     nodes = {n["metadata"]["name"]: n for n in items("nodes")}
     workers = [
@@ -258,8 +308,12 @@ def test_kuberay_reconciles_the_raycluster_onto_the_right_nodes(b200: str) -> No
         setup, generated = script.split(" && ulimit -n 65536; ", 1)
         assert "source /usr/local/gib/scripts/set_nccl_env.sh" in setup
         assert "export NCCL_TUNER_CONFIG_PATH=/usr/local/gib/configs/tuner_config_a4.txtpb" in setup
+        assert setup.rstrip().endswith(" || exit 1")  # a failed setup ends the container
         assert generated.startswith("ray start")
-        assert '--resources="{\\"nemo_rl_gib\\": 1}"' in generated
+        # KubeRay read the group's typed resources and kept the GPUs (it dropped --num-gpus
+        # when it could not parse the doubly encoded JSON of before).
+        assert " --resources='{\"nemo_rl_gib\":1}' " in generated
+        assert " --num-gpus=8 " in generated
         volumes = {v["name"]: v for v in worker["spec"]["volumes"]}
         assert volumes["data"]["persistentVolumeClaim"]["claimName"] == "lustre-data"
         assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in worker[
@@ -270,8 +324,49 @@ def test_kuberay_reconciles_the_raycluster_onto_the_right_nodes(b200: str) -> No
     (service,) = items("svc", "-n", "nemo-rl", "-l", "ray.io/node-type=head")
     exported = json.loads(must(pulumi(b200, "stack", "output", "--json")).stdout)
     assert service["metadata"]["name"] == exported["rayHeadService"]
-    raycluster = kube("get", "rayclusters.ray.io", "nemo-rl", "-n", "nemo-rl")
-    assert raycluster["status"]["state"] == "ready"
+    wait_until(
+        "KubeRay to call the RayCluster ready",
+        lambda: (
+            kube("get", "rayclusters.ray.io", "nemo-rl", "-n", "nemo-rl")["status"].get("state")
+            == "ready"
+        ),
+    )
+    # The head Service reaches the real dashboard: Ray's own view of its nodes.
+    head = f"http://{service['metadata']['name']}.nemo-rl.svc.cluster.local:8265"
+    nodes = cluster_http(f"{head}/api/v0/nodes?detail=1")["data"]["result"]["result"]
+    alive = [n for n in nodes if n["state"] == "ALIVE"]
+    assert len(alive) == 3
+    workers_seen = [n for n in alive if not n["is_head_node"]]
+    ips = {w["status"]["podIP"] for w in workers}
+    assert {n["node_ip"] for n in workers_seen} == ips  # each pod its own node and address
+    for node in workers_seen:
+        # GPUs only from what KubeRay's command passed to `ray start`.
+        assert node["resources_total"]["GPU"] == 8
+        assert node["resources_total"]["nemo_rl_gib"] == 1
+    (head_node,) = [n for n in alive if n["is_head_node"]]
+    assert "GPU" not in head_node["resources_total"]
+
+
+def test_fake_nodes_heartbeat_through_leases(b200: str) -> None:
+    # A node without a fresh Lease is marked NotReady by the real node controller (and its
+    # pods not Ready) 50 s (its grace period) after its last heartbeat: look past that.
+    born = min(datetime.fromisoformat(n["metadata"]["creationTimestamp"]) for n in items("nodes"))
+    time.sleep(max(0.0, 70 - (datetime.now(UTC) - born).total_seconds()))
+    leases = {
+        lease["metadata"]["name"]: lease for lease in items("leases", "-n", "kube-node-lease")
+    }
+    for node in items("nodes"):
+        name = node["metadata"]["name"]
+        assert name in leases, f"node {name} keeps no Lease"
+        spec = leases[name]["spec"]
+        age = datetime.now(UTC) - datetime.fromisoformat(spec["renewTime"])
+        assert age.total_seconds() < spec["leaseDurationSeconds"], f"{name}'s Lease is stale"
+        ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
+        assert [c["status"] for c in ready] == ["True"], f"node {name} is not Ready"
+    for pod in items("pods", "-A"):
+        ready = [c["status"] for c in pod["status"]["conditions"] if c["type"] == "Ready"]
+        succeeded = pod["status"].get("phase") == "Succeeded"
+        assert succeeded or ready == ["True"], f"pod {pod['metadata']['name']} is not Ready"
 
 
 def test_a_second_preview_and_a_refresh_plan_nothing(b200: str) -> None:
@@ -429,7 +524,9 @@ def test_a_changed_kubeconfig_replaces_no_kubernetes_object(b200: str, tmp_path:
     must(pulumi(b200, "preview", "--expect-no-changes", env=env))
 
 
-def test_kuberay_accepts_the_grpo_rayjob(b200: str) -> None:
+def test_the_grpo_rayjob_succeeds_with_every_worker_on_a_gpu_with_gib(b200: str) -> None:
+    """KubeRay submits the RayJob to the real head; NeMo RL's stand-in places a worker on each of
+    the 16 GPUs with the driver's environment; every one must see its GPU and the gIB setup."""
     env = environ()
     must(pulumi(b200, "config", "set", "--path", "nemo-rl-gke:ray.job.enabled", "true", env=env))
     must(
@@ -441,18 +538,29 @@ def test_kuberay_accepts_the_grpo_rayjob(b200: str) -> None:
         must(pulumi(b200, "up", "--yes", env=env))
 
         run = json.loads(must(pulumi(b200, "stack", "output", "--json", env=env)).stdout)["grpoRun"]
-
-        def reconciled() -> bool:
-            job = kube("get", "rayjobs.ray.io", run, "-n", "nemo-rl")
-            return bool(job and job.get("status", {}).get("jobDeploymentStatus"))
-
-        wait_until("KubeRay to take up the RayJob", reconciled, timeout=60)
-        job = kube("get", "rayjobs.ray.io", run, "-n", "nemo-rl")
+        job = wait_for_rayjob(run)
         assert job["metadata"]["annotations"]["nemo-rl-gke/checkpoint-dir"].startswith(
             f"/data/nemo-rl/runs/{run}/"
         )
         assert "examples/run_grpo.py" in job["spec"]["entrypoint"]
         assert "hf_fake_not_real" not in json.dumps(job)
+        assert job["status"]["jobStatus"] == "SUCCEEDED", json.dumps(job["status"], indent=1)
+        assert job["status"]["jobDeploymentStatus"] == "Complete"
+        workers = run_workers(run)
+        assert len(workers) == 16
+        by_pod: dict[str, list[str]] = {}
+        for worker in workers:
+            by_pod.setdefault(worker["pod"], []).extend(worker["gpu_ids"])
+            assert worker["rdma_node"] is True
+            assert worker["nccl"]["NCCL_NET"] == "gIB"
+            assert worker["gib_plugin_present"] is True
+            assert worker["nccl"]["NCCL_TUNER_CONFIG_PATH"].endswith("tuner_config_a4.txtpb")
+            assert worker["model_cached"] is True  # the driver's download, before the workers
+            assert worker["numa"].split(":")[0] == worker["gpu_ids"][0]  # NeMo RL's NUMA map
+        # Both workers, each GPU of each once.
+        assert sorted(map(sorted, by_pod.values())) == [[str(g) for g in range(8)]] * 2
+        checkpoints = (ROOT / "ray-pods").glob(f"n/volumes/*/*/nemo-rl/runs/{run}/checkpoints/*")
+        assert [c.name for c in checkpoints] == ["step_10"]
     finally:
         must(
             pulumi(b200, "config", "set", "--path", "nemo-rl-gke:ray.job.enabled", "false", env=env)
@@ -605,9 +713,10 @@ def test_a_gpu_gate_runs_again_once_the_raycluster_is_destroyed(b200: str) -> No
 
 
 def test_the_grpo_smoke_gates_the_rayjob(b200: str) -> None:
+    """The smoke runs on the real RayCluster. With the driver's environment as it was before
+    (what Ray gives a placed driver forwarded by NeMo RL), Ray fails the run in `ray.init` and
+    `pulumi up` fails with the driver's own error; fixed, it passes and the RayJob follows."""
     env = environ()
-    scenario = ROOT / SCENARIO_FILE
-    failing = Scenario(smoke={"status": "FAILED", "message": "ResourceInsufficientError"})
     settings = {
         "nemo-rl-gke:verify.grpoSmoke.enabled": "true",
         "nemo-rl-gke:ray.job.enabled": "true",
@@ -615,35 +724,38 @@ def test_the_grpo_smoke_gates_the_rayjob(b200: str) -> None:
     for key, value in settings.items():
         must(pulumi(b200, "config", "set", "--path", key, value, env=env))
     must(pulumi(b200, "config", "set", "--secret", "nemo-rl-gke:hfToken", "hf_fake", env=env))
-    scenario.write_text(failing.to_json(), encoding="utf-8")
     try:
-        failed = pulumi(b200, "up", "--yes", env=env)
+        wait_until("the Ray pods to be Ready", lambda: all(ready(p) for p in ray_pods()), 300)
+        with program_changed("planning/ray.py", "f\"unset {' '.join(DRIVER_CLEAN_ENV)}\",", ""):
+            failed = pulumi(b200, "up", "--yes", env=env)
         output = failed.stdout + failed.stderr
         assert failed.returncode != 0, output[-4000:]
         assert (
-            "grpo-smoke gate FAILED on 1 GPU: job_status FAILED name (needs = SUCCEEDED)"
-            " - ResourceInsufficientError" in output
+            "grpo-smoke gate FAILED on 1 GPU: job_status FAILED name (needs = SUCCEEDED) - Job"
+            " entrypoint command failed with exit code 1: ValueError: Failed to merge the Job's"
+            " runtime env" in output
         ), output[-4000:]
         # The RayJob waits for the smoke: a failed smoke starts no training.
         assert kube("get", "rayjobs.ray.io", "-n", "nemo-rl")["items"] == []
 
-        scenario.unlink()
         passed = pulumi(b200, "up", "--yes", env=env)
         assert passed.returncode == 0, (passed.stdout + passed.stderr)[-4000:]
-        (smoke,) = items("jobs", "-n", "nemo-rl", "-l", "nemo-rl-gke/gate=grpo-smoke")
-        assert {c["type"] for c in smoke["status"]["conditions"]} >= {"Complete"}
+        smokes = items("jobs", "-n", "nemo-rl", "-l", "nemo-rl-gke/gate=grpo-smoke")
+        (smoke,) = [j for j in smokes if "Complete" in {c["type"] for c in j["status"].get(
+            "conditions", [])}]  # fmt: skip
         (rayjob,) = kube("get", "rayjobs.ray.io", "-n", "nemo-rl")["items"]
         created = datetime.fromisoformat(rayjob["metadata"]["creationTimestamp"])
         assert created >= completed_at(smoke)
         log = (ROOT / "logs" / "agent.log").read_text()
-        assert "smoke gate: nemo-rl-head-svc exists; its Ray dashboard is a stand-in" in log
+        assert (
+            "smoke gate: http://nemo-rl-head-svc.nemo-rl.svc.cluster.local:8265 is reached" in log
+        )
         verdict = run_verify(b200)
         assert verdict.returncode == 0, verdict.stdout + verdict.stderr
         row = next(line.split() for line in verdict.stdout.splitlines()
                    if line.startswith("grpo-smoke") and "job_status" in line)  # fmt: skip
         assert row[-4:] == ["SUCCEEDED", "=", "SUCCEEDED", "PASS"], verdict.stdout
     finally:
-        scenario.unlink(missing_ok=True)
         for key in settings:
             pulumi(b200, "config", "rm", "--path", key, env=env)
         pulumi(b200, "config", "rm", "nemo-rl-gke:hfToken", env=env)
@@ -702,20 +814,41 @@ def test_the_readme_teardown_leaves_no_kubernetes_object_and_no_state(b200: str)
     assert not (STATE / ".pulumi" / "stacks" / "nemo-rl-gke" / "b200.json").exists()
 
 
-def test_dev_up_and_a_plain_destroy_leave_no_kubernetes_object(cluster: None) -> None:
-    """dev is unprotected: a plain `pulumi destroy` goes through, and its Kubernetes objects
-    leave the API server (its GCP resources are the stand-in's, which deletes nothing real)."""
+def test_dev_runs_its_grpo_job_on_its_own_cluster_and_a_plain_destroy_leaves_no_object(
+    cluster: None,
+) -> None:
+    """dev's GRPO run brings its own Ray cluster, which real Ray runs; dev is unprotected: a
+    plain `pulumi destroy` goes through, and its Kubernetes objects leave the API server (its GCP
+    resources are the stand-in's, which deletes nothing real)."""
     up = make("engine-up", "STACK=dev")
     assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
     (pv,) = items("pv")
     assert pv["spec"]["csi"]["driver"] == "gcsfuse.csi.storage.gke.io"
     assert pv["status"]["phase"] == "Bound"
-    # Autoscaling from zero: no worker until a job asks for one (see issue on autoscaling).
-    assert [
-        p
-        for p in items("pods", "-n", "nemo-rl")
-        if p["metadata"]["labels"].get("ray.io/node-type") == "head"
-    ]
+    # Autoscaling from zero: no worker until a job asks for one.
+    assert [p["metadata"]["labels"]["ray.io/node-type"] for p in ray_pods()] == ["head"]
+
+    # The run brings its own cluster of exactly its workers (the pool scales from zero); Ray
+    # runs it there and KubeRay reports Ray's verdict.
+    env = environ()
+    must(pulumi("dev", "config", "set", "--path", "nemo-rl-gke:ray.job.enabled", "true", env=env))
+    must(pulumi("dev", "up", "--yes", env=env))
+    run = json.loads(must(pulumi("dev", "stack", "output", "--json", env=env)).stdout)["grpoRun"]
+    job = wait_for_rayjob(run)
+    assert job["spec"]["backoffLimit"] == 3  # a preempted Spot node: run again, resume
+    assert job["status"]["jobStatus"] == "SUCCEEDED", json.dumps(job["status"], indent=1)
+    workers = run_workers(run)
+    assert len(workers) == 2  # one L4 on each of the job cluster's two workers
+    assert {w["pod"] for w in workers} == {
+        p["metadata"]["name"]
+        for p in ray_pods(cluster=job["status"]["rayClusterName"])
+        if p["metadata"]["labels"]["ray.io/node-type"] == "worker"
+    }
+    for worker in workers:
+        assert worker["gpu_ids"] == ["0"]
+        assert worker["rdma_node"] is False
+        assert "NCCL_NET" not in worker["nccl"]  # no gIB on L4
+
     down = must(make("engine-down", "STACK=dev"))
     assert "pulumi config set nemo-rl-gke:protect false" not in down.stdout  # plain destroy
     wait_until(

@@ -1,0 +1,236 @@
+"""examples/run_grpo.py of the NeMo RL stand-in (test bed only; NOT NeMo RL, trains nothing).
+
+Written from what NeMo RL v0.7.0 is documented to do with Ray (SOURCE.md: `examples/run_grpo.py`,
+`nemo_rl/utils/config.py`, `nemo_rl/distributed/virtual_cluster.py`, `worker_groups.py`,
+`numa_utils.py`); no NeMo RL code is in here. It does, on a real Ray cluster:
+
+- load `--config` with NeMo RL's loading rules (`defaults:` chain, Hydra overrides in struct
+  mode) from the image's examples/configs (the shared v0.7.0 configs), and refuse what GRPO setup
+  refuses (validation on without a validation dataset);
+- resume: a run whose newest checkpoint already reached `grpo.max_num_steps` exits at once;
+- `ray.init(address="auto", runtime_env={"env_vars": dict(os.environ)})`, catching only
+  ConnectionError, as `init_ray` does;
+- compare the cluster's GPUs with `cluster.num_nodes x cluster.gpus_per_node`, retrying 6 times
+  with 2^i-second sleeps (NRL_VIRTUAL_CLUSTER_MAX_RETRIES), then ResourceInsufficientError;
+- one placement group of `{CPU, GPU}` bundles per node (PACK), one actor per bundle
+  (`num_gpus=1`) started with the driver's environment, as NeMo RL's worker groups are;
+- each actor reports its GPU ids, CUDA_VISIBLE_DEVICES, the NCCL / gIB variables and library
+  path it sees, whether its node holds the policy model in the Hugging Face cache, and its
+  NUMA map line; on a node of an RDMA GPU it must see NCCL told to use gIB with the plugin there;
+- the driver writes its log and the actors' reports under `logger.log_dir`, a checkpoint under
+  `checkpointing.checkpoint_dir` (when enabled), and exits non-zero when an actor got no GPU or
+  no gIB environment (or did not start at all).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from testbed.nemo_rl_standin.config_rules import apply_overrides, load_config
+
+NUMA_MAP = "nrl_gpu_cpu_affinity"
+"""NeMo RL's GPU -> CPU list file, in the node's /tmp (`numa_utils.py` GPU_CPU_AFFINITY_PATH)."""
+NODES_ENV = "NEMO_RL_GKE_TESTBED_NODES"
+"""The test bed's node records (testbed.node_fs): what a worker can learn about its node."""
+
+STANDIN = "NeMo RL stand-in (test bed, not NeMo RL: no model is trained)"
+
+
+class ResourceInsufficientError(Exception):
+    """Fewer GPUs in the cluster than the run asks for (NeMo RL's own error's name)."""
+
+
+def say(message: str) -> None:
+    """A line of the driver's log."""
+    print(f"[{STANDIN}] {message}", flush=True)
+
+
+def latest_checkpoint_step(folder: Path) -> int | None:
+    """The newest `step_N` checkpoint in the run's folder."""
+    steps = [int(p.name[5:]) for p in folder.glob("step_*") if p.name[5:].isdigit()]
+    return max(steps) if steps else None
+
+
+def node_record(ip: str) -> dict[str, Any]:
+    """The test bed's record of the node at `ip` (workers run this: standard library only)."""
+    path = Path(os.environ.get(NODES_ENV, "/nonexistent"), f"{ip}.json")
+    found: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    return found
+
+
+def report(model: str) -> dict[str, Any]:
+    """What a training / generation worker sees where Ray placed it."""
+    import ray
+
+    ip = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+    node = node_record(ip)
+    gpu_ids = [str(g) for g in ray.get_gpu_ids()]
+    hf_home = os.environ.get("HF_HOME", "")
+    cached = Path(hf_home, "hub", "models--" + model.replace("/", "--"), "refs", "main").exists()
+    numa = ""
+    affinity = Path(node.get("tmp", "/tmp"), NUMA_MAP)  # noqa: S108 - the container's /tmp
+    if affinity.exists() and gpu_ids:
+        numa = next(
+            (
+                line
+                for line in affinity.read_text().splitlines()
+                if line.split(":")[0] == gpu_ids[0]
+            ),
+            "",
+        )
+    plugin = os.environ.get("NCCL_NET_PLUGIN", "")
+    return {
+        "node_ip": ip,
+        "pod": node.get("pod", ""),
+        "rdma_node": bool(node.get("rdma")),
+        "gpu_ids": gpu_ids,
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "nccl": {k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")},
+        "gib_plugin_present": bool(plugin) and Path(plugin).is_file(),
+        "ld_library_path": os.environ.get("LD_LIBRARY_PATH", ""),
+        "model_cached": cached,
+        "numa": numa,
+    }
+
+
+def problems_of(found: dict[str, Any]) -> list[str]:
+    """Why this worker could not train (empty when it could)."""
+    problems = []
+    where = f"{found['pod'] or found['node_ip']}"
+    if not found["gpu_ids"] or not found["cuda_visible_devices"]:
+        problems.append(f"{where}: no GPU (CUDA_VISIBLE_DEVICES={found['cuda_visible_devices']!r})")
+    if found["rdma_node"] and not (
+        found["nccl"].get("NCCL_NET") == "gIB" and found["gib_plugin_present"]
+    ):
+        problems.append(
+            f"{where}: RDMA node without the gIB environment (NCCL_NET="
+            f"{found['nccl'].get('NCCL_NET')!r}, plugin present: {found['gib_plugin_present']})"
+        )
+    if not found["model_cached"]:
+        problems.append(f"{where}: the policy model is not in the Hugging Face cache")
+    return problems
+
+
+def main() -> int:
+    """Run the stand-in GRPO entry point."""
+    parser = argparse.ArgumentParser(description=STANDIN)
+    parser.add_argument("--config", required=True)
+    args, overrides = parser.parse_known_args()
+    say(f"loading {args.config} with overrides {overrides}")
+    cfg = apply_overrides(load_config(Path(args.config)), overrides)
+    grpo = cfg.grpo
+    if (grpo.val_period > 0 or grpo.val_at_start or grpo.val_at_end) and not cfg.data.get(
+        "validation"
+    ):
+        raise ValueError("Validation dataset is required if validation is enabled")
+    steps = int(grpo.max_num_steps)
+    nodes, per_node = int(cfg.cluster.num_nodes), int(cfg.cluster.gpus_per_node)
+    model = str(cfg.policy.model_name)
+    log_dir = Path(cfg.logger.log_dir)
+    checkpoints = Path(cfg.checkpointing.checkpoint_dir) if cfg.checkpointing.enabled else None
+    start = 0
+    if checkpoints is not None:
+        start = latest_checkpoint_step(checkpoints) or 0
+        if start >= steps:
+            say(f"resumed at step {start} of {steps}: nothing left to do")
+            return 0
+        if start:
+            say(f"resuming from the checkpoint of step {start}")
+
+    import ray
+    from ray.util.placement_group import placement_group
+
+    env_vars = dict(os.environ)
+    env_vars.pop("RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES", None)
+    runtime_env = {"env_vars": env_vars}
+    try:
+        ray.init(
+            address="auto", log_to_driver=True, include_dashboard=False, runtime_env=runtime_env
+        )
+    except ConnectionError:
+        say("no Ray cluster to attach to (NeMo RL would start a local one; the stand-in stops)")
+        return 1
+    say(f"attached to Ray {ray.__version__}: {ray.cluster_resources()}")  # type: ignore[no-untyped-call]
+
+    wanted = nodes * per_node
+    retries = int(os.environ.get("NRL_VIRTUAL_CLUSTER_MAX_RETRIES", "6"))
+    for attempt in range(retries + 1):
+        have = int(ray.cluster_resources().get("GPU", 0))  # type: ignore[no-untyped-call]
+        if have >= wanted:
+            break
+        if attempt == retries:
+            raise ResourceInsufficientError(
+                f"Not enough GPUs available. Requested {wanted} GPUs, but only {have} are"
+                " available in the cluster."
+            )
+        say(f"{have} of {wanted} GPUs; retrying in {2**attempt} s ({attempt + 1}/{retries})")
+        time.sleep(2**attempt)
+
+    groups = [
+        placement_group([{"CPU": 1, "GPU": 1}] * per_node, strategy="PACK", name=f"grpo-node{n}")
+        for n in range(nodes)
+    ]
+    ray.get([g.ready() for g in groups], timeout=180)
+    worker = ray.remote(num_gpus=1, num_cpus=1)(_Worker)
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    actors: list[Any] = [
+        worker.options(
+            runtime_env=runtime_env,
+            scheduling_strategy=PlacementGroupSchedulingStrategy(
+                placement_group=group, placement_group_bundle_index=index
+            ),
+        ).remote()
+        for group in groups
+        for index in range(per_node)
+    ]
+    reports: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for actor in actors:
+        try:
+            found: dict[str, Any] = ray.get(actor.report.remote(model), timeout=300)
+        except Exception as died:  # an actor that never started is a failed run
+            problems.append(f"a worker died before it reported: {type(died).__name__}: {died}")
+            continue
+        reports.append(found)
+        problems += problems_of(found)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    (log_dir / "standin-workers.json").write_text(json.dumps(reports, indent=1), encoding="utf-8")
+    for seen in reports:
+        say(
+            f"worker on {seen['pod'] or seen['node_ip']}: GPUs {seen['gpu_ids']},"
+            f" NCCL_NET={seen['nccl'].get('NCCL_NET')}, numa {seen['numa'] or 'unpinned'}"
+        )
+    if problems:
+        for problem in problems:
+            say(f"FAILED: {problem}")
+        raise RuntimeError(f"{len(problems)} of {len(actors)} workers cannot train: {problems[0]}")
+    for step in range(start + 1, steps + 1):
+        say(f"step {step}/{steps} (stand-in: no training)")
+    if checkpoints is not None:
+        final = checkpoints / f"step_{steps}"
+        final.mkdir(parents=True, exist_ok=True)
+        (final / "standin-checkpoint.json").write_text(
+            json.dumps({"step": steps, "model": model, "standin": STANDIN}), encoding="utf-8"
+        )
+    say(f"done: {len(reports)} workers on {len({r['node_ip'] for r in reports})} nodes")
+    return 0
+
+
+class _Worker:
+    """One training / generation worker (a Ray actor with one GPU)."""
+
+    def report(self, model: str) -> dict[str, Any]:
+        return report(model)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -8,6 +8,7 @@ from planning.naming import base_labels
 from planning.ray import submit_command
 from program.gke import build_gke
 from program.networks import build_networks
+from program.queueing import build_job_queue, build_kueue
 from program.ray_platform import build_ray
 from program.storage import build_cloud_storage, build_volumes
 from program.verification import build_verification
@@ -25,10 +26,12 @@ nets = build_networks(cfg)
 gke = build_gke(cfg, nets, labels)
 storage = build_cloud_storage(cfg, nets, gke, labels)  # Lustre in parallel with the cluster
 volumes = build_volumes(cfg, storage, gke)
+kueue = build_kueue(cfg, gke)  # the job queue's controller, before any Job in the namespace
 # The gates prove GPUs, RDMA, NCCL and /data before the RayCluster takes the GPUs.
-verification = build_verification(cfg, gke, volumes, {"stack": stack})
+verification = build_verification(cfg, gke, volumes, {"stack": stack}, kueue)
 gates = [verification.last] if verification is not None and verification.last else []
-ray = build_ray(cfg, gke, volumes, secret_outputs(), {"stack": stack}, after=gates)
+queue = build_job_queue(cfg, gke, volumes, kueue, open_after=gates)  # opens after the gates
+ray = build_ray(cfg, gke, volumes, secret_outputs(), {"stack": stack}, after=gates, queue=queue)
 
 pulumi.export("clusterName", gke.cluster.name)
 pulumi.export("clusterLocation", gke.cluster.location)
@@ -49,6 +52,9 @@ if storage.bucket is not None and volumes.bucket is not None:
 pulumi.export("rayHeadService", ray.workload.head_service)
 pulumi.export("rayDashboardCommand", ray.workload.port_forward_command)
 pulumi.export("grpoSubmitCommand", submit_command(ray.run))
+if queue is not None:
+    pulumi.export("kueueLocalQueue", queue.queue.local_queue)
+    pulumi.export("kueueClusterQueue", queue.queue.cluster_queue)
 if cfg.ray.job.enabled:
     pulumi.export("grpoRun", ray.run.name)
     pulumi.export("grpoCheckpointDir", ray.run.checkpoint_dir)

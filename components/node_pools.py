@@ -121,6 +121,9 @@ class GpuNodePoolArgs:
     """`[{network, subnetwork}]` in NIC order, straight from the network components."""
     disk_gb: int = 500
     labels: Mapping[str, str] = field(default_factory=dict)
+    queued_provisioning: bool = False
+    """Flex-start behind the job queue: nodes come only through ProvisioningRequests (GKE's
+    queued provisioning, DWS), all of a workload's nodes at once."""
 
     def __post_init__(self) -> None:
         if (self.nodes is None) == (self.autoscaling is None):
@@ -131,6 +134,14 @@ class GpuNodePoolArgs:
             )
         if self.capacity == "flex-start" and (self.autoscaling is None or self.autoscaling[0]):
             raise pulumi.InputPropertyError("autoscaling", "flex-start pools scale from 0")
+        if self.queued_provisioning and (
+            self.capacity != "flex-start" or self.placement == "compact"
+        ):
+            # GKE: queued provisioning needs no reservation, autoscaling from 0 and no compact
+            # placement (Cluster Toolkit's gke-node-pool preconditions).
+            raise pulumi.InputPropertyError(
+                "queued_provisioning", "only for flex-start pools without compact placement"
+            )
 
 
 def reservation_value(name: str, owner_project: str | None) -> str:
@@ -207,6 +218,9 @@ class GpuNodePool(pulumi.ComponentResource):
             upgrade_settings=upgrade,
             placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT")
             if args.placement == "compact"
+            else None,
+            queued_provisioning=gcp.container.NodePoolQueuedProvisioningArgs(enabled=True)
+            if args.queued_provisioning
             else None,
             network_config=gcp.container.NodePoolNetworkConfigArgs(
                 additional_node_network_configs=pulumi.Output.from_input(

@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 
 from components.gpu_pod import GPU_CONTAINER_SECURITY, RdmaWiring, gpu_pod_parts
 from components.smoke_gate import GrpoSmokeGate, SmokeGateArgs
+from planning.kueue import QueuedPlacement, queued_cluster_spec
 from planning.ray import DATA_DIR, GIB_RESOURCE, HF_HOME, PodSize, port_forward_command
 from planning.verify import SmokePlan
 
@@ -82,6 +83,9 @@ class RayWorkloadArgs:
     """The GRPO smoke gate: runs on the RayCluster once it exists; the RayJob waits for it."""
     smoke_script: str = ""
     """gates/grpo_smoke.py (with `smoke`)."""
+    queue: QueuedPlacement | None = None
+    """The LocalQueue the RayCluster, and a RayJob that brings its own cluster, go through
+    (Kueue admits each as one workload); None without the queue. `after` holds the queue."""
 
 
 class RayWorkload(pulumi.ComponentResource):
@@ -117,11 +121,18 @@ class RayWorkload(pulumi.ComponentResource):
             )
 
         spec = self._cluster_spec(args, secret_keys)
+        queued = args.queue.labels if args.queue is not None else {}
+        if args.queue is not None:
+            spec = queued_cluster_spec(spec, args.queue)
         ray_cluster = k8s.apiextensions.CustomResource(
             f"{name}-cluster",
             api_version=RAY_API,
             kind="RayCluster",
-            metadata={"name": args.cluster_name, "namespace": args.namespace, "labels": labels},
+            metadata={
+                "name": args.cluster_name,
+                "namespace": args.namespace,
+                "labels": {**labels, **queued},
+            },
             spec=spec,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.operator, *args.after]),
         )
@@ -163,6 +174,7 @@ class RayWorkload(pulumi.ComponentResource):
                     script=args.smoke_script,
                     dashboard_service=head_service,
                     node_selector=args.head_node_selector,
+                    priority_class=args.queue.verify_priority if args.queue else None,
                     after=[ray_cluster],
                     labels=args.labels,
                 ),
@@ -172,6 +184,7 @@ class RayWorkload(pulumi.ComponentResource):
             job_after.append(smoke.job)
         if args.job is not None:
             job = args.job
+            job_labels = dict(labels)
             job_spec: dict[str, Any] = {
                 "entrypoint": job.entrypoint,
                 # Submitted over the dashboard's HTTP API: no extra submitter pod pulling
@@ -185,10 +198,18 @@ class RayWorkload(pulumi.ComponentResource):
                 job_spec["rayClusterSpec"] = self._cluster_spec(
                     args, secret_keys, workers=(job.workers, job.workers, job.workers)
                 )
+                if args.queue is not None:
+                    # Its own cluster makes the run one queued workload, admitted whole.
+                    job_spec["rayClusterSpec"] = queued_cluster_spec(
+                        job_spec["rayClusterSpec"], args.queue
+                    )
+                    job_labels.update(args.queue.labels)
                 # The pool goes back to zero when the run ends: KubeRay deletes the cluster.
                 job_spec["shutdownAfterJobFinishes"] = True
                 job_spec["ttlSecondsAfterFinished"] = 60
             else:
+                # Runs inside the RayCluster, which the queue admitted and which holds the
+                # quota; never labelled for the queue (Kueue skips a clusterSelector RayJob).
                 job_spec["clusterSelector"] = {"ray.io/cluster": args.cluster_name}
             k8s.apiextensions.CustomResource(
                 f"{name}-job",
@@ -197,7 +218,7 @@ class RayWorkload(pulumi.ComponentResource):
                 metadata={
                     "name": job.name,
                     "namespace": args.namespace,
-                    "labels": labels,
+                    "labels": job_labels,
                     "annotations": dict(job.annotations),
                 },
                 spec=job_spec,

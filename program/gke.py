@@ -112,6 +112,9 @@ def build_gke(cfg: StackConfig, nets: Networks, labels: Mapping[str, str]) -> Gk
             driver_version=cfg.gpu.driver_version,
             additional_networks=nets.node_networks,
             labels=labels,
+            # Behind the job queue a flex-start pool gets its nodes through Kueue's
+            # ProvisioningRequests only (program.queueing).
+            queued_provisioning=cfg.queue_enabled and cfg.gpu.capacity == "flex-start",
         ),
     )
     # The only Kubernetes provider: built from the cluster's outputs with an exec kubeconfig

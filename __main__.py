@@ -55,6 +55,8 @@ pulumi.export("grpoSubmitCommand", submit_command(ray.run))
 if queue is not None:
     pulumi.export("kueueLocalQueue", queue.queue.local_queue)
     pulumi.export("kueueClusterQueue", queue.queue.cluster_queue)
+    if ray.workload.queued_run_manifest is not None:
+        pulumi.export("grpoQueuedRunManifest", ray.workload.queued_run_manifest)
 if cfg.ray.job.enabled:
     pulumi.export("grpoRun", ray.run.name)
     pulumi.export("grpoCheckpointDir", ray.run.checkpoint_dir)

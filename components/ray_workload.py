@@ -86,6 +86,9 @@ class RayWorkloadArgs:
     queue: QueuedPlacement | None = None
     """The LocalQueue the RayCluster, and a RayJob that brings its own cluster, go through
     (Kueue admits each as one workload); None without the queue. `after` holds the queue."""
+    queued_run: RayJobPlan | None = None
+    """With the queue: a run that brings its own cluster, published as a manifest (never
+    created) - how another run is submitted to the queue."""
 
 
 class RayWorkload(pulumi.ComponentResource):
@@ -101,6 +104,9 @@ class RayWorkload(pulumi.ComponentResource):
     """`kubectl port-forward` to the Ray dashboard."""
     smoke_job: pulumi.Output[str] | None
     """The GRPO smoke gate's Job name once it passed; None without the gate."""
+    queued_run_manifest: pulumi.Output[str] | None
+    """With the queue: the RayJob (JSON) of another run of the configured GRPO job, bringing its
+    own cluster through the queue; `kubectl create -f` it under a new name (README)."""
 
     def __init__(
         self, name: str, args: RayWorkloadArgs, opts: pulumi.ResourceOptions | None = None
@@ -184,33 +190,7 @@ class RayWorkload(pulumi.ComponentResource):
             job_after.append(smoke.job)
         if args.job is not None:
             job = args.job
-            job_labels = dict(labels)
-            job_spec: dict[str, Any] = {
-                "entrypoint": job.entrypoint,
-                # Submitted over the dashboard's HTTP API: no extra submitter pod pulling
-                # the 25 GB image onto the system pool.
-                "submissionMode": "HTTPMode",
-            }
-            if args.rdma is not None:
-                # The driver starts on an RDMA worker, in the gIB environment its shell sets up.
-                job_spec["entrypointResources"] = json.dumps({GIB_RESOURCE: 1})
-            if job.own_cluster:
-                job_spec["rayClusterSpec"] = self._cluster_spec(
-                    args, secret_keys, workers=(job.workers, job.workers, job.workers)
-                )
-                if args.queue is not None:
-                    # Its own cluster makes the run one queued workload, admitted whole.
-                    job_spec["rayClusterSpec"] = queued_cluster_spec(
-                        job_spec["rayClusterSpec"], args.queue
-                    )
-                    job_labels.update(args.queue.labels)
-                # The pool goes back to zero when the run ends: KubeRay deletes the cluster.
-                job_spec["shutdownAfterJobFinishes"] = True
-                job_spec["ttlSecondsAfterFinished"] = 60
-            else:
-                # Runs inside the RayCluster, which the queue admitted and which holds the
-                # quota; never labelled for the queue (Kueue skips a clusterSelector RayJob).
-                job_spec["clusterSelector"] = {"ray.io/cluster": args.cluster_name}
+            job_labels, job_spec = self._job_spec(args, job, secret_keys, labels)
             k8s.apiextensions.CustomResource(
                 f"{name}-job",
                 api_version=RAY_API,
@@ -224,6 +204,24 @@ class RayWorkload(pulumi.ComponentResource):
                 spec=job_spec,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=job_after),
             )
+        self.queued_run_manifest = None
+        if args.queued_run is not None and args.queue is not None:
+            run = args.queued_run
+            run_labels, run_spec = self._job_spec(args, run, secret_keys, labels)
+            manifest = {
+                "apiVersion": RAY_API,
+                "kind": "RayJob",
+                "metadata": {
+                    "name": run.name,
+                    "namespace": args.namespace,
+                    "labels": run_labels,
+                    "annotations": dict(run.annotations),
+                },
+                "spec": run_spec,
+            }
+            self.queued_run_manifest = pulumi.Output.from_input(manifest).apply(
+                lambda m: json.dumps(m, indent=2)
+            )
 
         self.cluster_name = pulumi.Output.from_input(args.cluster_name)
         self.head_service = ray_cluster.urn.apply(lambda _: head_service)
@@ -236,8 +234,47 @@ class RayWorkload(pulumi.ComponentResource):
                 "head_service": self.head_service,
                 "port_forward_command": self.port_forward_command,
                 "smoke_job": self.smoke_job,
+                "queued_run_manifest": self.queued_run_manifest,
             }
         )
+
+    @classmethod
+    def _job_spec(
+        cls,
+        args: RayWorkloadArgs,
+        job: RayJobPlan,
+        secret_keys: Sequence[str],
+        labels: Mapping[str, str],
+    ) -> tuple[dict[str, str], dict[str, Any]]:
+        """(labels, spec) of the RayJob of `job`."""
+        job_labels = dict(labels)
+        job_spec: dict[str, Any] = {
+            "entrypoint": job.entrypoint,
+            # Submitted over the dashboard's HTTP API: no extra submitter pod pulling
+            # the 25 GB image onto the system pool.
+            "submissionMode": "HTTPMode",
+        }
+        if args.rdma is not None:
+            # The driver starts on an RDMA worker, in the gIB environment its shell sets up.
+            job_spec["entrypointResources"] = json.dumps({GIB_RESOURCE: 1})
+        if job.own_cluster:
+            job_spec["rayClusterSpec"] = cls._cluster_spec(
+                args, secret_keys, workers=(job.workers, job.workers, job.workers)
+            )
+            if args.queue is not None:
+                # Its own cluster makes the run one queued workload, admitted whole.
+                job_spec["rayClusterSpec"] = queued_cluster_spec(
+                    job_spec["rayClusterSpec"], args.queue
+                )
+                job_labels.update(args.queue.labels)
+            # The pool goes back to zero when the run ends: KubeRay deletes the cluster.
+            job_spec["shutdownAfterJobFinishes"] = True
+            job_spec["ttlSecondsAfterFinished"] = 60
+        else:
+            # Runs inside the RayCluster, which the queue admitted and which holds the
+            # quota; never labelled for the queue (Kueue skips a clusterSelector RayJob).
+            job_spec["clusterSelector"] = {"ray.io/cluster": args.cluster_name}
+        return job_labels, job_spec
 
     @staticmethod
     def _env(args: RayWorkloadArgs, secret_keys: Sequence[str]) -> list[dict[str, Any]]:

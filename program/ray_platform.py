@@ -59,6 +59,14 @@ def build_ray(
     run = cfg.grpo_run
     autoscaling = cfg.gpu.autoscaling
     job = None
+    annotations = {
+        "nemo-rl-gke/run": run.name,
+        "nemo-rl-gke/run-id": run.id,
+        "nemo-rl-gke/attempt": str(run.attempt),
+        "nemo-rl-gke/checkpoint-dir": run.checkpoint_dir,
+        "nemo-rl-gke/log-dir": run.log_dir,
+        "nemo-rl-gke/gpus": f"{run.nodes}x{run.gpus_per_node}",
+    }
     if cfg.ray.job.enabled:
         job = RayJobPlan(
             name=run.rayjob_name,
@@ -67,15 +75,21 @@ def build_ray(
             # checks the GPUs before it asks for any: the job brings up its own workers.
             own_cluster=autoscaling is not None,
             workers=run.nodes,
-            annotations={
-                "nemo-rl-gke/run": run.name,
-                "nemo-rl-gke/run-id": run.id,
-                "nemo-rl-gke/attempt": str(run.attempt),
-                "nemo-rl-gke/checkpoint-dir": run.checkpoint_dir,
-                "nemo-rl-gke/log-dir": run.log_dir,
-                "nemo-rl-gke/gpus": f"{run.nodes}x{run.gpus_per_node}",
-            },
+            annotations=annotations,
         )
+    # Another run through the queue brings its own cluster: one workload, admitted whole
+    # once the GPUs are free (the stack's RayCluster holds them while it exists).
+    queued_run = (
+        RayJobPlan(
+            name=run.rayjob_name,
+            entrypoint=grpo_entrypoint(run),
+            own_cluster=True,
+            workers=run.nodes,
+            annotations=annotations,
+        )
+        if queue is not None
+        else None
+    )
     settings = cfg.gate_settings
     smoke = (
         plan_smoke(
@@ -125,6 +139,7 @@ def build_ray(
             labels=labels,
             after=[*after, *(queue.ready if queue is not None else [])],
             queue=queue.placement if queue is not None else None,
+            queued_run=queued_run,
         ),
         opts=gke.k8s_opts,
     )

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.gate_pods import GatePods
+from testbed.kueue_host import KueueHost
 from testbed.processes import Processes
 
 CRD_JOB_PREFIX = "kuberay-crds-"
@@ -69,6 +70,10 @@ class Agent:
         self.processes = Processes(Path(options.root))
         self.handled: set[str] = set()
         self.gates = GatePods(Path(options.root), self.run_kubectl, say)
+        self.kueue = KueueHost(
+            Path(options.root), options.kueue, options.server, Path(options.api_ca),
+            self.run_kubectl, say,
+        )  # fmt: skip
 
     def run_kubectl(self, *args: str) -> subprocess.CompletedProcess[str]:
         """kubectl as the admin."""
@@ -139,11 +144,15 @@ class Agent:
 
     def loop(self) -> None:
         """Act until stopped."""
-        say("watching for KubeRay CRD Jobs, the RayCluster CRD and acceptance gate pods")
+        say(
+            "watching for KubeRay CRD Jobs, the RayCluster CRD, Kueue's controller Deployment"
+            " and acceptance gate pods"
+        )
         while True:
             for pod in self.crd_job_pods():
                 self.apply_crds(pod)
             self.ensure_operator()
+            self.kueue.step(time.monotonic())
             self.gates.step()
             time.sleep(1)
 
@@ -158,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         "--operator-kubeconfig",
         "--crds",
         "--root",
+        "--kueue",
+        "--server",
+        "--api-ca",
     ):
         parser.add_argument(flag, required=True)
     agent = Agent(parser.parse_args(argv))

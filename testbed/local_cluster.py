@@ -32,6 +32,8 @@ from planning.catalog import GpuProfile
 from planning.kube import ACCELERATOR_LABEL, GKE_AUTH_PLUGIN, GPU_TAINT_KEY
 from planning.verify import GATE_LABEL
 from testbed.cluster_pieces import build_all
+from testbed.kueue_host import exclude_controller_from_kwok
+from testbed.node_topology import topology_labels
 from testbed.pki import Pki, ensure_pki
 from testbed.processes import Processes
 
@@ -46,6 +48,7 @@ FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 STOP_ORDER = [
     "ray-operator",
     "agent",
+    "kueue",
     "kwok",
     "kube-scheduler",
     "kube-controller-manager",
@@ -71,6 +74,13 @@ def shared_dir() -> Path:
 def kuberay_chart() -> Path:
     """The local KubeRay chart the test bed installs instead of the public repository."""
     return shared_dir() / "charts" / "kuberay-operator-1.7.0"
+
+
+def kueue_chart() -> Path:
+    """The local Kueue chart the test bed installs instead of the OCI registry."""
+    from planning.versions import VERSIONS
+
+    return shared_dir() / "charts" / f"kueue-{VERSIONS.kueue_chart.value}"
 
 
 def _free_port() -> int:
@@ -219,6 +229,7 @@ def stack_nodes(stack: str) -> list[dict[str, Any]]:
             NODEPOOL_LABEL: f"gpu-{gpu.key}",
             ACCELERATOR_LABEL: gpu.accelerator_type,
             "node.kubernetes.io/instance-type": gpu.machine_type,
+            **topology_labels(gpu, i),
         }
         taint = {"key": GPU_TAINT_KEY, "value": "present", "effect": "NoSchedule"}
         nodes.append(
@@ -378,6 +389,13 @@ def _start(processes: Processes) -> Cluster:
         " itself; they are never shipped to a real cluster)",
         flush=True,
     )
+    # Before Kueue starts: without it Kueue skips its ProvisioningRequest admission checks.
+    kubectl(cluster, "apply", "--server-side", "-f", provisioning_request_crd(bins["kueue"]))
+    print(
+        "local cluster: installed the ProvisioningRequest CRD of the cluster autoscaler's API"
+        " module (GKE serves it itself; test bed only)",
+        flush=True,
+    )
     _write_env(cluster, pki)
     processes.start("agent", [
         sys.executable, "-m", "testbed.cluster_agent",
@@ -385,6 +403,7 @@ def _start(processes: Processes) -> Cluster:
         "--operator", bins["ray-operator"],
         "--operator-kubeconfig", str(configs / "kuberay-operator"),
         "--crds", str(kuberay_chart() / "crds"), "--root", str(ROOT),
+        "--kueue", bins["kueue"], "--server", server, "--api-ca", str(pki.ca),
     ], env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
     print(
         f"local cluster: started etcd, kube-apiserver (https://{cluster.endpoint}),"
@@ -398,6 +417,7 @@ def kwok_config(shipped: Path, out: Path) -> Path:
     """kwok's own stages, except that pods of the acceptance gates are not completed by kwok:
     the test bed agent runs their scripts and sets how they ended (testbed.cluster_agent)."""
     documents = [yaml.safe_load(d) for d in shipped.read_text(encoding="utf-8").split("\n---\n")]
+    exclude_controller_from_kwok(documents)
     for stage in documents:
         if stage["metadata"]["name"] == "pod-complete":
             stage["spec"]["selector"]["matchExpressions"].append(
@@ -405,6 +425,13 @@ def kwok_config(shipped: Path, out: Path) -> Path:
             )
     out.write_text(yaml.safe_dump_all(documents, sort_keys=False), encoding="utf-8")
     return out
+
+
+def provisioning_request_crd(kueue_binary: str) -> str:
+    """The ProvisioningRequest CRD the Kueue build copied next to its binary."""
+    return str(
+        Path(kueue_binary).parent / "crds" / "autoscaling.x-k8s.io_provisioningrequests.yaml"
+    )
 
 
 def _names(folder: Path) -> list[str]:

@@ -206,7 +206,8 @@ class KueueHost:
             if self.deployment is not None:
                 self.say("Kueue's Deployment changed (or its controller ended): restarting it")
                 self.stop()
-            self.start(deployment)
+            if not self.start(deployment):
+                return  # the chart's ConfigMap is not there yet: next pass
             self.deployment = key
             self.last_rewire = now
         elif now - self.last_rewire > REWIRE_EVERY:
@@ -231,8 +232,9 @@ class KueueHost:
         found = json.loads(proc.stdout).get("items", [])
         return found[0] if found else None
 
-    def start(self, deployment: dict[str, Any]) -> None:
-        """Configure, seed and wire everything the pod's environment would give, then start."""
+    def start(self, deployment: dict[str, Any]) -> bool:
+        """Configure, seed and wire everything the pod's environment would give, then start;
+        False when the chart's ConfigMap is not there yet."""
         namespace = deployment["metadata"]["namespace"]
         fullname = deployment["metadata"]["name"].removesuffix("-controller-manager")
         pod = deployment["spec"]["template"]["spec"]
@@ -240,7 +242,7 @@ class KueueHost:
         config_map = volumes["manager-config"]["configMap"]["name"]
         proc = self.kubectl("get", "configmap", config_map, "-n", namespace, "-o", "json")
         if proc.returncode != 0:
-            return
+            return False
         chart_config = json.loads(proc.stdout)["data"]["controller_manager_config.yaml"]
         self.root.mkdir(parents=True, exist_ok=True)
         cert_dir = self.root / "serving-certs"
@@ -251,13 +253,6 @@ class KueueHost:
         secret = internal.get("webhookSecretName", f"{fullname}-webhook-server-cert")
         self.seed_certificates(namespace, service, secret, cert_dir)
         self.rewire(namespace, fullname)
-        for apiservice in VISIBILITY_APISERVICES:
-            removed = self.kubectl("delete", "apiservice", apiservice, "--ignore-not-found")
-            if removed.stdout.strip():
-                self.say(
-                    f"removed APIService {apiservice} (test-bed action): nothing here can serve"
-                    " it, and an unavailable APIService blocks every namespace's deletion"
-                )
         kubeconfig = self.service_account_kubeconfig(namespace, pod["serviceAccountName"])
         config_file = self.root / "controller_manager_config.yaml"
         config_file.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
@@ -278,6 +273,7 @@ class KueueHost:
             f" {namespace}/{deployment['metadata']['name']}, with the chart's ConfigMap"
             f" {config_map} and the permissions of ServiceAccount {pod['serviceAccountName']}"
         )
+        return True
 
     def seed_certificates(self, namespace: str, service: str, secret: str, cert_dir: Path) -> None:
         """Put the test bed's webhook certificate into the chart's Secret and where the pod
@@ -341,9 +337,17 @@ class KueueHost:
         return path
 
     def rewire(self, namespace: str, fullname: str) -> None:
-        """Point the chart's webhooks and CRD conversion at the host (when they are not yet)."""
+        """Point the chart's webhooks and CRD conversion at the host (when they are not yet),
+        and remove the visibility APIServices (a Helm upgrade brings all of them back)."""
         if self.listeners is None:
             return
+        for apiservice in VISIBILITY_APISERVICES:
+            removed = self.kubectl("delete", "apiservice", apiservice, "--ignore-not-found")
+            if removed.stdout.strip():
+                self.say(
+                    f"removed APIService {apiservice} (test-bed action): nothing here can serve"
+                    " it, and an unavailable APIService blocks every namespace's deletion"
+                )
         port = self.listeners.webhook
         for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
             name = f"{fullname}-{kind.removesuffix('webhookconfiguration')}-webhook-configuration"
@@ -448,6 +452,7 @@ class KueueHost:
                 "conditions": conditions,
                 "containerStatuses": containers,
                 "hostIP": "127.0.0.1",
+                # The controller listens on this host's loopback; kwok's pod range is loopback too.
                 "podIP": "127.0.0.1",
                 "startTime": started,
             }

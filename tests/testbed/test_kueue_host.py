@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -62,7 +63,7 @@ def test_the_charts_configuration_keeps_its_integrations_and_gets_loopback_liste
 
 
 def test_kwok_leaves_only_kueues_controller_pod_to_the_agent() -> None:
-    stages = [
+    stages: list[dict[str, Any]] = [
         {"metadata": {"name": "pod-ready"}, "spec": {"selector": {"matchExpressions": []}}},
         {"metadata": {"name": "pod-complete"}, "spec": {"selector": {"matchExpressions": []}}},
     ]

@@ -393,3 +393,31 @@ def test_gpu_pool_labels_match_what_the_test_bed_and_gke_put_on_nodes() -> None:
     (node,) = [n for n in stack_nodes("b200") if n["metadata"]["name"] == "b200-gpu-0"]
     for key, value in gpu_pool_node_labels(profile("b200")).items():
         assert node["metadata"]["labels"][key] == value
+
+
+def test_preflight_exits_2_on_a_queue_above_the_pool_before_any_resource(tmp_path: Path) -> None:
+    from tests.harness import write_stack
+    from tests.test_preflight_cli import run_cli
+
+    path = write_stack(tmp_path, "b200", variant("b200", {"nemo-rl-gke:kueue": {"gpuQuota": 17}}))
+    code, out, err = run_cli("--stack-file", str(path))
+    assert code == 2
+    assert out == ""
+    (line,) = err.strip().splitlines()
+    assert line.startswith("preflight: invalid stack config: nemo-rl-gke:kueue.gpuQuota: 17 GPUs")
+    assert "Traceback" not in err
+
+
+def test_the_printed_report_elides_the_queued_run_manifest(tmp_path: Path) -> None:
+    """The manifest is kilobytes of JSON: the report names its size, --json holds it whole."""
+    from tests.test_preflight_cli import run_cli
+
+    code, out, _ = run_cli("--stack", "b200", "--known")
+    assert code == 0
+    (line,) = [line for line in out.splitlines() if "grpoQueuedRunManifest" in line]
+    assert line.strip().startswith("grpoQueuedRunManifest: <")
+    assert line.strip().endswith("characters; --json prints it>")
+    report = tmp_path / "report.json"
+    assert run_cli("--stack", "b200", "--known", "--json", str(report))[0] == 0
+    manifest = json.loads(json.loads(report.read_text())["outputs"]["grpoQueuedRunManifest"])
+    assert manifest["kind"] == "RayJob"

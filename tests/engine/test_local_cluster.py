@@ -673,7 +673,8 @@ def test_queued_runs_wait_for_gpus_and_topology(b200: str) -> None:
     )
     try:
         # Run A ends by itself: no Ray runs under kwok, so KubeRay fails it at its deadline.
-        create(queued_run(template, "run-a", activeDeadlineSeconds=40))
+        # (and its cluster goes at once, instead of the 60 s the manifest keeps it for logs).
+        create(queued_run(template, "run-a", activeDeadlineSeconds=30, ttlSecondsAfterFinished=0))
         wait_until("run A to run", lambda: running(ray_pods("run-a"), 2), timeout=90)
         assert len(subblocks_of(ray_pods("run-a"))) == 1
         create(queued_run(template, "run-b"))
@@ -695,7 +696,7 @@ def test_queued_runs_wait_for_gpus_and_topology(b200: str) -> None:
         ended = kube("get", "rayjobs.ray.io", "run-a", "-n", "nemo-rl")
         assert ended["status"]["jobDeploymentStatus"] == "Failed", ended["status"]
         assert ended["status"].get("reason") == "DeadlineExceeded", ended["status"]
-        wait_until("run B to run", lambda: running(ray_pods("run-b"), 2), timeout=90)
+        wait_until("run B to run", lambda: running(ray_pods("run-b"), 2), timeout=120)
         assert len(subblocks_of(ray_pods("run-b"))) == 1
         kubectl_delete("rayjobs.ray.io", "run-a", "run-b")
         wait_until("runs A and B to go", lambda: not ray_pods("run-") and not workloads())
@@ -845,8 +846,16 @@ def test_flex_start_admits_a_run_once_queued_provisioning_has_its_nodes(
         )
         wait_until("the run's workload", lambda: workload_of("RayJob", run) is not None)
 
+        workload = workload_of("RayJob", run)
+        assert workload is not None
+
         def requests() -> list[dict[str, Any]]:
-            return items("provisioningrequests.autoscaling.x-k8s.io", "-n", "nemo-rl")
+            # Named <workload>-<admission check>-<attempt> (Kueue's provisioning controller).
+            return [
+                r
+                for r in items("provisioningrequests.autoscaling.x-k8s.io", "-n", "nemo-rl")
+                if r["metadata"]["name"].startswith(workload["metadata"]["name"])
+            ]
 
         wait_until("Kueue's ProvisioningRequest", lambda: bool(requests()))
         (request,) = requests()

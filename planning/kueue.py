@@ -211,13 +211,31 @@ def flavor_spec(flavor: Flavor) -> dict[str, Any]:
     return spec
 
 
+def cpu_quantity(millis: int) -> str:
+    """Millicores in the canonical form Kubernetes writes back (`1500m`, `2`)."""
+    return str(millis // 1000) if millis % 1000 == 0 else f"{millis}m"
+
+
+def memory_quantity(mib: int) -> str:
+    """MiB in the canonical form Kubernetes writes back: the largest binary suffix that keeps
+    an integer (`1536Mi`, `2Gi`, `3Ti`)."""
+    value, suffixes = mib, ["Mi", "Gi", "Ti", "Pi"]
+    while value and value % 1024 == 0 and len(suffixes) > 1:
+        value //= 1024
+        suffixes.pop(0)
+    return f"{value}{suffixes[0]}"
+
+
 def _quota(flavor: Flavor) -> dict[str, Any]:
+    # Quantities as the canonical strings Kueue's webhook writes back (it re-encodes the whole
+    # object through its Go types): anything else reads back different after a refresh and
+    # every preview would plan an update (found running the real controller).
     return {
         "name": flavor.name,
         "resources": [
-            {"name": "cpu", "nominalQuota": f"{flavor.cpu_millis}m"},
-            {"name": "memory", "nominalQuota": f"{flavor.memory_mib}Mi"},
-            {"name": GPU_RESOURCE, "nominalQuota": flavor.gpus},
+            {"name": "cpu", "nominalQuota": cpu_quantity(flavor.cpu_millis)},
+            {"name": "memory", "nominalQuota": memory_quantity(flavor.memory_mib)},
+            {"name": GPU_RESOURCE, "nominalQuota": str(flavor.gpus)},
         ],
     }
 

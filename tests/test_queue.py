@@ -17,9 +17,11 @@ from planning.kueue import (
     SUBBLOCK_LABEL,
     UNCONSTRAINED_TOPOLOGY,
     QueuedPlacement,
+    cpu_quantity,
     gke_allocatable,
     machine_shape,
     manager_config,
+    memory_quantity,
     pod_set_annotations,
     queued_cluster_spec,
 )
@@ -90,6 +92,16 @@ def test_worker_groups_are_placed_by_topology_and_pods_get_priorities() -> None:
     assert worker["template"]["spec"]["priorityClassName"] == "nemo-rl-training"
     assert spec["enableInTreeAutoscaling"] is True  # the input is left alone
     assert pod_set_annotations("none") == {UNCONSTRAINED_TOPOLOGY: "true"}
+
+
+def test_quotas_are_written_in_kubernetes_canonical_form() -> None:
+    """Kueue's webhook re-encodes quantities canonically; the program must send that form."""
+    assert cpu_quantity(223370) == "223370m"
+    assert cpu_quantity(16000) == "16"
+    assert memory_quantity(1536) == "1536Mi"
+    assert memory_quantity(2048) == "2Gi"
+    assert memory_quantity(3 * 1024 * 1024) == "3Ti"
+    assert memory_quantity(0) == "0Mi"
 
 
 def test_manager_config_manages_ray_only_in_the_workload_namespace() -> None:
@@ -214,13 +226,13 @@ def test_b200_queue_covers_cpu_memory_and_every_gpu_of_the_pool(b200: Result) ->
     assert quotas["gpu-b200"] == {
         "cpu": f"{2 * cpu}m",
         "memory": f"{2 * memory}Mi",
-        "nvidia.com/gpu": 16,
+        "nvidia.com/gpu": "16",
     }
     s_cpu, s_memory = gke_allocatable(16, 128)
     assert quotas["system"] == {
         "cpu": f"{3 * s_cpu}m",
         "memory": f"{3 * s_memory}Mi",
-        "nvidia.com/gpu": 0,
+        "nvidia.com/gpu": "0",
     }
     assert cq["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "nemo-rl"}}
     assert "admissionChecksStrategy" not in cq  # reserved pool: no queued provisioning

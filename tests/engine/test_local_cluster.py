@@ -678,12 +678,14 @@ def test_queued_runs_wait_for_gpus_and_topology(b200: str) -> None:
         wait_until("run A to run", lambda: running(ray_pods("run-a"), 2), timeout=90)
         assert len(subblocks_of(ray_pods("run-a"))) == 1
         create(queued_run(template, "run-b"))
-        wait_until("run B's workload", lambda: workload_of("RayJob", "run-b") is not None)
-        time.sleep(5)
-        waiting = workload_of("RayJob", "run-b")
-        reserved = condition(waiting, "QuotaReserved")
-        assert reserved.get("status") != "True", waiting
-        assert "insufficient unused quota" in reserved.get("message", ""), reserved
+
+        def refused(run: str) -> str:
+            """Why Kueue keeps `run` waiting ("" until it said so)."""
+            reserved = condition(workload_of("RayJob", run), "QuotaReserved")
+            return "" if reserved.get("status") != "False" else str(reserved.get("message", ""))
+
+        wait_until("Kueue to say why run B waits", lambda: bool(refused("run-b")))
+        assert "insufficient unused quota" in refused("run-b"), refused("run-b")
         assert kube("get", "rayjobs.ray.io", "run-b", "-n", "nemo-rl")["spec"]["suspend"] is True
         assert ray_pods("run-b", "head") == []
         assert ray_pods("run-b") == []
@@ -704,14 +706,10 @@ def test_queued_runs_wait_for_gpus_and_topology(b200: str) -> None:
         # Two one-node sub-blocks (a layout the test chooses): a 2-node run fits no sub-block.
         relabel("b200-gpu-1", "block-0-sb-1")
         create(queued_run(template, "run-c"))
-        wait_until("run C's workload", lambda: workload_of("RayJob", "run-c") is not None)
-        time.sleep(5)
-        pending = workload_of("RayJob", "run-c")
-        reserved = condition(pending, "QuotaReserved")
-        assert reserved.get("status") != "True", pending
+        wait_until("Kueue to say why run C waits", lambda: bool(refused("run-c")))
         # Not for quota (the pool is free): the topology has no sub-block of two nodes.
-        assert "insufficient unused quota" not in reserved.get("message", ""), reserved
-        assert "topology" in reserved.get("message", "").lower(), reserved
+        assert "insufficient unused quota" not in refused("run-c"), refused("run-c")
+        assert "topology" in refused("run-c").lower(), refused("run-c")
         assert ray_pods("run-c") == []
         assert ray_pods("run-c", "head") == []
         block = queued_run(template, "run-d")

@@ -43,7 +43,7 @@ test: .venv/.synced
 engine: .venv/.synced
 	$(RUN) python -m testbed.engine
 
-# The local control plane's binaries (etcd, Kubernetes, kwok, the KubeRay operator), cached.
+# The local control plane's binaries (etcd, Kubernetes, kwok, the KubeRay operator, Kueue), cached.
 local-cluster-build: .venv/.synced
 	$(RUN) python -m testbed.cluster_pieces
 

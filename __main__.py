@@ -10,6 +10,7 @@ from program.apis import build_apis
 from program.gke import build_gke
 from program.guard import REPLACEMENT_EXPORT, stop_surprise_replacements
 from program.networks import build_networks
+from program.queueing import build_job_queue, build_kueue
 from program.ray_platform import build_ray
 from program.reservation import check_reservation
 from program.storage import build_cloud_storage, build_volumes
@@ -35,10 +36,12 @@ nets = build_networks(cfg, apis)
 gke = build_gke(cfg, nets, labels, apis)
 storage = build_cloud_storage(cfg, nets, gke, labels, apis)  # Lustre beside the cluster
 volumes = build_volumes(cfg, storage, gke)
+kueue = build_kueue(cfg, gke)  # the job queue's controller, before any Job in the namespace
 # The gates prove GPUs, RDMA, NCCL and /data before the RayCluster takes the GPUs.
-verification = build_verification(cfg, gke, volumes, {"stack": stack})
+verification = build_verification(cfg, gke, volumes, {"stack": stack}, kueue)
 gates = [verification.last] if verification is not None and verification.last else []
-ray = build_ray(cfg, gke, volumes, secret_outputs(), {"stack": stack}, after=gates)
+queue = build_job_queue(cfg, gke, volumes, kueue, open_after=gates)  # opens after the gates
+ray = build_ray(cfg, gke, volumes, secret_outputs(), {"stack": stack}, after=gates, queue=queue)
 
 pulumi.export(REPLACEMENT_EXPORT, replacement_config)
 pulumi.export("clusterName", gke.cluster.name)
@@ -60,6 +63,11 @@ if storage.bucket is not None and volumes.bucket is not None:
 pulumi.export("rayHeadService", ray.workload.head_service)
 pulumi.export("rayDashboardCommand", ray.workload.port_forward_command)
 pulumi.export("grpoSubmitCommand", submit_command(ray.run))
+if queue is not None:
+    pulumi.export("kueueLocalQueue", queue.queue.local_queue)
+    pulumi.export("kueueClusterQueue", queue.queue.cluster_queue)
+    if ray.workload.queued_run_manifest is not None:
+        pulumi.export("grpoQueuedRunManifest", ray.workload.queued_run_manifest)
 if cfg.ray.job.enabled:
     pulumi.export("grpoRun", ray.run.name)
     pulumi.export("grpoCheckpointDir", ray.run.checkpoint_dir)

@@ -141,6 +141,9 @@ class GpuNodePoolArgs:
     """Pods per node: the node's block of the pods range (32 -> a /26)."""
     disk_gb: int = 500
     labels: Mapping[str, str] = field(default_factory=dict)
+    queued_provisioning: bool = False
+    """Flex-start behind the job queue: nodes come only through ProvisioningRequests (GKE's
+    queued provisioning, DWS), all of a workload's nodes at once."""
 
     def __post_init__(self) -> None:
         if (self.nodes is None) == (self.autoscaling is None):
@@ -151,6 +154,14 @@ class GpuNodePoolArgs:
             )
         if self.capacity == "flex-start" and (self.autoscaling is None or self.autoscaling[0]):
             raise pulumi.InputPropertyError("autoscaling", "flex-start pools scale from 0")
+        if self.queued_provisioning and (
+            self.capacity != "flex-start" or self.placement == "compact"
+        ):
+            # GKE: queued provisioning needs no reservation, autoscaling from 0 and no compact
+            # placement (Cluster Toolkit's gke-node-pool preconditions).
+            raise pulumi.InputPropertyError(
+                "queued_provisioning", "only for flex-start pools without compact placement"
+            )
 
 
 def reservation_value(name: str, owner_project: str | None) -> str:
@@ -228,6 +239,9 @@ class GpuNodePool(pulumi.ComponentResource):
             max_pods_per_node=args.max_pods_per_node,
             placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT")
             if args.placement == "compact"
+            else None,
+            queued_provisioning=gcp.container.NodePoolQueuedProvisioningArgs(enabled=True)
+            if args.queued_provisioning
             else None,
             network_config=gcp.container.NodePoolNetworkConfigArgs(
                 enable_private_nodes=PRIVATE_NODES,

@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 
 from components.gpu_pod import GPU_CONTAINER_SECURITY, RdmaWiring, gpu_pod_parts
 from components.smoke_gate import GrpoSmokeGate, SmokeGateArgs
+from planning.kueue import QueuedPlacement, queued_cluster_spec
 from planning.ray import (
     DATA_DIR,
     GIB_RESOURCE,
@@ -91,6 +92,12 @@ class RayWorkloadArgs:
     """The GRPO smoke gate: runs on the RayCluster once it exists; the RayJob waits for it."""
     smoke_script: str = ""
     """gates/grpo_smoke.py (with `smoke`)."""
+    queue: QueuedPlacement | None = None
+    """The LocalQueue the RayCluster, and a RayJob that brings its own cluster, go through
+    (Kueue admits each as one workload); None without the queue. `after` holds the queue."""
+    queued_run: RayJobPlan | None = None
+    """With the queue: a run that brings its own cluster, published as a manifest (never
+    created) - how another run is submitted to the queue."""
 
 
 class RayWorkload(pulumi.ComponentResource):
@@ -106,6 +113,9 @@ class RayWorkload(pulumi.ComponentResource):
     """`kubectl port-forward` to the Ray dashboard."""
     smoke_job: pulumi.Output[str] | None
     """The GRPO smoke gate's Job name once it passed; None without the gate."""
+    queued_run_manifest: pulumi.Output[str] | None
+    """With the queue: the RayJob (JSON) of another run of the configured GRPO job, bringing its
+    own cluster through the queue; `kubectl create -f` it under a new name (README)."""
 
     def __init__(
         self, name: str, args: RayWorkloadArgs, opts: pulumi.ResourceOptions | None = None
@@ -126,11 +136,18 @@ class RayWorkload(pulumi.ComponentResource):
             )
 
         spec = self._cluster_spec(args, secret_keys)
+        queued = args.queue.labels if args.queue is not None else {}
+        if args.queue is not None:
+            spec = queued_cluster_spec(spec, args.queue)
         ray_cluster = k8s.apiextensions.CustomResource(
             f"{name}-cluster",
             api_version=RAY_API,
             kind="RayCluster",
-            metadata={"name": args.cluster_name, "namespace": args.namespace, "labels": labels},
+            metadata={
+                "name": args.cluster_name,
+                "namespace": args.namespace,
+                "labels": {**labels, **queued},
+            },
             spec=spec,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.operator, *args.after]),
         )
@@ -172,6 +189,7 @@ class RayWorkload(pulumi.ComponentResource):
                     script=args.smoke_script,
                     dashboard_service=head_service,
                     node_selector=args.head_node_selector,
+                    priority_class=args.queue.verify_priority if args.queue else None,
                     after=[ray_cluster],
                     labels=args.labels,
                 ),
@@ -181,28 +199,7 @@ class RayWorkload(pulumi.ComponentResource):
             job_after.append(smoke.job)
         if args.job is not None:
             job = args.job
-            job_spec: dict[str, Any] = {
-                "entrypoint": job.entrypoint,
-                # Submitted over the dashboard's HTTP API: no extra submitter pod pulling
-                # the 25 GB image onto the system pool.
-                "submissionMode": "HTTPMode",
-            }
-            if args.rdma is not None:
-                # The driver starts on an RDMA worker, in the gIB environment its shell sets up.
-                job_spec["entrypointResources"] = json.dumps({GIB_RESOURCE: 1})
-            if job.own_cluster:
-                job_spec["rayClusterSpec"] = self._cluster_spec(
-                    args, secret_keys, workers=(job.workers, job.workers, job.workers)
-                )
-                # The pool goes back to zero when the run ends: KubeRay deletes the cluster.
-                job_spec["shutdownAfterJobFinishes"] = True
-                job_spec["ttlSecondsAfterFinished"] = 60
-                # A Spot node taken away fails the run; KubeRay then runs it again on a new
-                # cluster, and NeMo RL resumes from the newest checkpoint in the run's folder.
-                # (KubeRay refuses backoffLimit with clusterSelector: the stack's RayCluster.)
-                job_spec["backoffLimit"] = OWN_CLUSTER_RETRIES
-            else:
-                job_spec["clusterSelector"] = {"ray.io/cluster": args.cluster_name}
+            job_labels, job_spec = self._job_spec(args, job, secret_keys, labels)
             k8s.apiextensions.CustomResource(
                 f"{name}-job",
                 api_version=RAY_API,
@@ -210,11 +207,29 @@ class RayWorkload(pulumi.ComponentResource):
                 metadata={
                     "name": job.name,
                     "namespace": args.namespace,
-                    "labels": labels,
+                    "labels": job_labels,
                     "annotations": dict(job.annotations),
                 },
                 spec=job_spec,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=job_after),
+            )
+        self.queued_run_manifest = None
+        if args.queued_run is not None and args.queue is not None:
+            run = args.queued_run
+            run_labels, run_spec = self._job_spec(args, run, secret_keys, labels)
+            manifest = {
+                "apiVersion": RAY_API,
+                "kind": "RayJob",
+                "metadata": {
+                    "name": run.name,
+                    "namespace": args.namespace,
+                    "labels": run_labels,
+                    "annotations": dict(run.annotations),
+                },
+                "spec": run_spec,
+            }
+            self.queued_run_manifest = pulumi.Output.from_input(manifest).apply(
+                lambda m: json.dumps(m, indent=2)
             )
 
         self.cluster_name = pulumi.Output.from_input(args.cluster_name)
@@ -228,8 +243,51 @@ class RayWorkload(pulumi.ComponentResource):
                 "head_service": self.head_service,
                 "port_forward_command": self.port_forward_command,
                 "smoke_job": self.smoke_job,
+                "queued_run_manifest": self.queued_run_manifest,
             }
         )
+
+    @classmethod
+    def _job_spec(
+        cls,
+        args: RayWorkloadArgs,
+        job: RayJobPlan,
+        secret_keys: Sequence[str],
+        labels: Mapping[str, str],
+    ) -> tuple[dict[str, str], dict[str, Any]]:
+        """(labels, spec) of the RayJob of `job`."""
+        job_labels = dict(labels)
+        job_spec: dict[str, Any] = {
+            "entrypoint": job.entrypoint,
+            # Submitted over the dashboard's HTTP API: no extra submitter pod pulling
+            # the 25 GB image onto the system pool.
+            "submissionMode": "HTTPMode",
+        }
+        if args.rdma is not None:
+            # The driver starts on an RDMA worker, in the gIB environment its shell sets up.
+            job_spec["entrypointResources"] = json.dumps({GIB_RESOURCE: 1})
+        if job.own_cluster:
+            job_spec["rayClusterSpec"] = cls._cluster_spec(
+                args, secret_keys, workers=(job.workers, job.workers, job.workers)
+            )
+            if args.queue is not None:
+                # Its own cluster makes the run one queued workload, admitted whole.
+                job_spec["rayClusterSpec"] = queued_cluster_spec(
+                    job_spec["rayClusterSpec"], args.queue
+                )
+                job_labels.update(args.queue.labels)
+            # The pool goes back to zero when the run ends: KubeRay deletes the cluster.
+            job_spec["shutdownAfterJobFinishes"] = True
+            job_spec["ttlSecondsAfterFinished"] = 60
+            # A Spot node taken away fails the run; KubeRay then runs it again on a new
+            # cluster, and NeMo RL resumes from the newest checkpoint in the run's folder.
+            # (KubeRay refuses backoffLimit with clusterSelector: the stack's RayCluster.)
+            job_spec["backoffLimit"] = OWN_CLUSTER_RETRIES
+        else:
+            # Runs inside the RayCluster, which the queue admitted and which holds the
+            # quota; never labelled for the queue (Kueue skips a clusterSelector RayJob).
+            job_spec["clusterSelector"] = {"ray.io/cluster": args.cluster_name}
+        return job_labels, job_spec
 
     @staticmethod
     def _env(args: RayWorkloadArgs, secret_keys: Sequence[str]) -> list[dict[str, Any]]:

@@ -42,6 +42,8 @@ class SmokeGateArgs:
     after: Sequence[pulumi.Resource] = ()
     """The RayCluster."""
     labels: Mapping[str, str] = field(default_factory=dict)
+    priority_class: str | None = None
+    """With the queue: smoke/gate priority, below training (planning.kueue)."""
 
 
 class GrpoSmokeGate(pulumi.ComponentResource):
@@ -124,6 +126,11 @@ class GrpoSmokeGate(pulumi.ComponentResource):
                         "automount_service_account_token": False,
                         "security_context": {"seccomp_profile": {"type": "RuntimeDefault"}},
                         "node_selector": args.node_selector,
+                        **(
+                            {"priority_class_name": args.priority_class}
+                            if args.priority_class
+                            else {}
+                        ),
                         "init_containers": [verdict_holder(plan.image)],
                         "containers": [container],
                         "volumes": [

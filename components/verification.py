@@ -118,8 +118,12 @@ class VerificationArgs:
     data_is_gcsfuse: bool
     rdma: RdmaWiring | None
     after: Sequence[pulumi.Resource] = ()
-    """What must exist before the first gate: the GPU networking objects, the /data claim."""
+    """What must exist before the first gate: the GPU networking objects, the /data claim
+    (and with the queue, Kueue: its webhooks see every Job created in the namespace)."""
     labels: Mapping[str, str] = field(default_factory=dict)
+    priority_class: str | None = None
+    """With the queue: smoke/gate priority, below training and never preempting
+    (program.queueing says why the gates run outside the queue)."""
 
 
 class PlatformVerification(pulumi.ComponentResource):
@@ -297,6 +301,7 @@ class PlatformVerification(pulumi.ComponentResource):
                     "security_context": {"seccomp_profile": {"type": "RuntimeDefault"}},
                     "node_selector": args.node_selector,
                     "tolerations": args.tolerations,
+                    **({"priority_class_name": args.priority_class} if args.priority_class else {}),
                     **pod,
                     "init_containers": [verdict_holder(plan.image)],
                     "containers": [

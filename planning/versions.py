@@ -44,6 +44,9 @@ class VersionTable:
     pause_image: Pin
     nemo_rl_image: Pin
     ray_version: Pin
+    kueue_chart: Pin
+    kueue_chart_repo: Pin
+    kueue_image: Pin
     # --- Acceptance gates (planning.verify) ---
     nccl_diagnostic_image: Pin
     fio_image: Pin
@@ -60,6 +63,8 @@ class VersionTable:
     engine_etcd: Pin
     engine_kwok: Pin
     engine_kuberay_operator: Pin
+    engine_kueue: Pin
+    engine_provisioning_request_crd: Pin
 
 
 VERSIONS: Final = VersionTable(
@@ -147,6 +152,24 @@ VERSIONS: Final = VersionTable(
         " it. The engine test bed runs this Ray from PyPI (ray[default]==2.55.1, pyproject.toml's"
         " dev group)",
     ),
+    kueue_chart=Pin(
+        "0.19.2",
+        "kubernetes-sigs/kueue tag v0.19.2 (commit 8eab6877, 2026-08-20), charts/kueue/Chart.yaml;"
+        " the newest release the Go module proxy serves (v0.18.x is refused), so the test bed runs"
+        " the same controller. Fixes over Cluster Toolkit's 0.17.1: RayJobs on tainted GPU nodes"
+        " are no longer evicted in a loop (kueue #11152), RayJob submitter placement (#12644)",
+    ),
+    kueue_chart_repo=Pin(
+        "oci://registry.k8s.io/kueue/charts/kueue",
+        "kubernetes-sigs/kueue:charts/kueue/README.md@v0.19.2 (helm install kueue"
+        " oci://registry.k8s.io/kueue/charts/kueue --version=0.19.2)",
+    ),
+    kueue_image=Pin(
+        "registry.k8s.io/kueue/kueue:v0.19.2",
+        "kubernetes-sigs/kueue:hack/helm-chart-package.sh@v0.19.2: the published chart's"
+        " controllerManager.manager.image (the chart folder at the tag names a staging image)."
+        " Pinned by tag only: its digest cannot be read here - pin it with `crane digest`",
+    ),
     nccl_diagnostic_image=Pin(
         "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.1.1",
         "GoogleCloudPlatform/container-engine-accelerators:gpudirect-rdma/nccl-test-a4.yaml and"
@@ -214,6 +237,16 @@ VERSIONS: Final = VersionTable(
         "github.com/ray-project/kuberay/ray-operator: v1.7.0 (tag ray-operator/v1.7.0, commit"
         " 59d663ae) answers 403 on the proxy; v1.6.2 is the newest release it serves. The chart"
         " and CRDs stay 1.7.0",
+    ),
+    engine_kueue=Pin(
+        "v0.19.2",
+        "sigs.k8s.io/kueue@v0.19.2 on the Go module proxy (main package cmd/kueue; v0.18.x answers"
+        " 403), the release of kueue_chart",
+    ),
+    engine_provisioning_request_crd=Pin(
+        "v0.0.0-20240830133931-adfbe7e45277",
+        "k8s.io/autoscaler/cluster-autoscaler/apis, the version sigs.k8s.io/kueue@v0.19.2 requires:"
+        " its config/crd ProvisioningRequest CRD, which GKE serves itself, for the test bed only",
     ),
 )
 

@@ -27,6 +27,7 @@ from policies.gpu_topology import (
     gpu_pool_nics,
     rdma_network_profile,
 )
+from policies.queueing import gpu_workloads_queued, queue_gpu_quota
 from policies.quota import gpu_quota, gpu_reservation_size, lustre_capacity_quota
 from policies.security import (
     gke_cluster_hardening,
@@ -56,6 +57,9 @@ POLICIES: Final[list[Policy]] = [
     gpu_quota,
     gpu_reservation_size,
     lustre_capacity_quota,
+    # job queue
+    gpu_workloads_queued,
+    queue_gpu_quota,
     # firewall and exposure
     no_world_ingress,
     firewall_none_on_roce,

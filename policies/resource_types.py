@@ -11,6 +11,9 @@ NODE_POOL: Final = "gcp:container/nodePool:NodePool"
 LUSTRE: Final = "gcp:lustre/instance:Instance"
 BUCKET: Final = "gcp:storage/bucket:Bucket"
 PERSISTENT_VOLUME: Final = "kubernetes:core/v1:PersistentVolume"
+CLUSTER_QUEUE: Final = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+LOCAL_QUEUE: Final = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
+RESOURCE_FLAVOR: Final = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
 POD_TEMPLATE_OWNERS: Final = (
     "kubernetes:core/v1:Pod",
     "kubernetes:apps/v1:Deployment",

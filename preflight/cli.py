@@ -77,6 +77,10 @@ class Result:
         return to_json(self.run, self.policies, self.violations, self.summary, mode)
 
 
+LONG_OUTPUT = 2000
+"""Outputs longer than this are elided from the printed report."""
+
+
 def default_policy_config(project_dir: Path, stack: str) -> Path | None:
     """The stack's committed policy config, if there is one."""
     path = project_dir / "policies" / "config" / f"{stack}.json"
@@ -331,7 +335,10 @@ def main(
             print(file=out)
             print("Outputs:", file=out)
             for key, export in sorted(result.run.exports.items()):
-                print(f"  {key}: {json.dumps(export.shown)}", file=out)
+                shown = json.dumps(export.shown)
+                if len(shown) > LONG_OUTPUT:  # a manifest: the JSON report holds it whole
+                    shown = f"<{len(shown)} characters; --json prints it>"
+                print(f"  {key}: {shown}", file=out)
         print(file=out)
     if report is not None:
         print(changes.render(report), file=out)

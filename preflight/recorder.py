@@ -8,6 +8,7 @@ from functools import cached_property
 from typing import Any, cast
 
 from google.protobuf import json_format, struct_pb2
+from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.rpc import UNKNOWN
 
@@ -126,4 +127,15 @@ class RecordingMonitor(MockMonitor):
             record.id = registered.id
         with self._lock:
             self.records[record.urn] = record
+        return response
+
+    def RegisterResourceOutputs(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        """A component's registered outputs become its state, as the engine records them (a
+        stack policy reads them; unknown values stay unknown)."""
+        response = super().RegisterResourceOutputs(request)  # type: ignore[no-untyped-call]
+        outputs = rpc.deserialize_properties(request.outputs, keep_unknowns=True)
+        with self._lock:
+            record = self.records.get(request.urn)
+            if record is not None and not record.custom:
+                record.state = dict(outputs)
         return response

@@ -123,6 +123,9 @@ def build_gke(
             additional_networks=nets.node_networks,
             max_pods_per_node=cfg.gpu.max_pods_per_node,
             labels=labels,
+            # Behind the job queue a flex-start pool gets its nodes through Kueue's
+            # ProvisioningRequests only (program.queueing).
+            queued_provisioning=cfg.queue_enabled and cfg.gpu.capacity == "flex-start",
         ),
     )
     # The only Kubernetes provider: built from the cluster's outputs with an exec kubeconfig

@@ -14,6 +14,7 @@ from planning.ray import GrpoRun, grpo_entrypoint, worker_size
 from planning.verify import plan_smoke, smoke_script
 from planning.versions import VERSIONS
 from program.gke import Gke
+from program.queueing import Queue
 from program.storage import Volumes
 from program.verification import verify_inputs
 from stack_config import StackConfig
@@ -37,8 +38,10 @@ def build_ray(
     secrets: Mapping[str, pulumi.Output[str]],
     labels: Mapping[str, str],
     after: Sequence[pulumi.Resource] = (),
+    queue: Queue | None = None,
 ) -> RayPlatform:
-    """Operator first (CRDs), then the RayCluster sized from the GPU catalog."""
+    """Operator first (CRDs), then the RayCluster sized from the GPU catalog; with the queue,
+    the RayCluster (and a RayJob that brings its own cluster) go through it."""
     gpu = cfg.gpu.profile
     operator = None
     if cfg.ray.operator == "helm":
@@ -56,6 +59,14 @@ def build_ray(
     run = cfg.grpo_run
     autoscaling = cfg.gpu.autoscaling
     job = None
+    annotations = {
+        "nemo-rl-gke/run": run.name,
+        "nemo-rl-gke/run-id": run.id,
+        "nemo-rl-gke/attempt": str(run.attempt),
+        "nemo-rl-gke/checkpoint-dir": run.checkpoint_dir,
+        "nemo-rl-gke/log-dir": run.log_dir,
+        "nemo-rl-gke/gpus": f"{run.nodes}x{run.gpus_per_node}",
+    }
     if cfg.ray.job.enabled:
         job = RayJobPlan(
             name=run.rayjob_name,
@@ -64,15 +75,21 @@ def build_ray(
             # checks the GPUs before it asks for any: the job brings up its own workers.
             own_cluster=autoscaling is not None,
             workers=run.nodes,
-            annotations={
-                "nemo-rl-gke/run": run.name,
-                "nemo-rl-gke/run-id": run.id,
-                "nemo-rl-gke/attempt": str(run.attempt),
-                "nemo-rl-gke/checkpoint-dir": run.checkpoint_dir,
-                "nemo-rl-gke/log-dir": run.log_dir,
-                "nemo-rl-gke/gpus": f"{run.nodes}x{run.gpus_per_node}",
-            },
+            annotations=annotations,
         )
+    # Another run through the queue brings its own cluster: one workload, admitted whole
+    # once the GPUs are free (the stack's RayCluster holds them while it exists).
+    queued_run = (
+        RayJobPlan(
+            name=run.rayjob_name,
+            entrypoint=grpo_entrypoint(run),
+            own_cluster=True,
+            workers=run.nodes,
+            annotations=annotations,
+        )
+        if queue is not None
+        else None
+    )
     settings = cfg.gate_settings
     smoke = (
         plan_smoke(
@@ -86,6 +103,9 @@ def build_ray(
         else None
     )
     low = autoscaling.min if autoscaling else cfg.gpu.max_nodes
+    # A queued RayCluster has a fixed size: Kueue admits it whole, and refuses Ray's in-tree
+    # autoscaling on a workload with a topology placement.
+    high = low if queue is not None else cfg.gpu.max_nodes
     workload = RayWorkload(
         "ray",
         RayWorkloadArgs(
@@ -102,7 +122,7 @@ def build_ray(
             worker_tolerations=gke.gpu_pool.tolerations,
             replicas=low,
             min_replicas=low,
-            max_replicas=cfg.gpu.max_nodes,
+            max_replicas=high,
             data_claim=volumes.data_claim,
             data_is_gcsfuse=volumes.gcsfuse,
             rdma=RdmaWiring(
@@ -117,7 +137,9 @@ def build_ray(
             smoke_script=smoke_script() if smoke is not None else "",
             operator=[operator] if operator is not None else [],
             labels=labels,
-            after=after,
+            after=[*after, *(queue.ready if queue is not None else [])],
+            queue=queue.placement if queue is not None else None,
+            queued_run=queued_run,
         ),
         opts=gke.k8s_opts,
     )

@@ -7,7 +7,9 @@ from collections.abc import Mapping
 
 from components.gpu_networking import GVNIC_NETWORK, rdma_network_name
 from components.gpu_pod import RdmaWiring
+from components.kueue import KueueOperator
 from components.verification import PlatformVerification, VerificationArgs
+from planning.kueue import VERIFY_PRIORITY
 from planning.ray import gib_shell_setup, gpu_shell_setup
 from planning.verify import StorageTarget, VerifyInputs, gate_scripts, plan_gates
 from planning.versions import VERSIONS
@@ -52,9 +54,14 @@ def verify_inputs(cfg: StackConfig) -> VerifyInputs:
 
 
 def build_verification(
-    cfg: StackConfig, gke: Gke, volumes: Volumes, labels: Mapping[str, str]
+    cfg: StackConfig,
+    gke: Gke,
+    volumes: Volumes,
+    labels: Mapping[str, str],
+    kueue: KueueOperator | None = None,
 ) -> PlatformVerification | None:
-    """The gate Jobs; None when the stack runs no gate."""
+    """The gate Jobs; None when the stack runs no gate. With Kueue, after its release and at
+    smoke/gate priority (see program.queueing)."""
     gates = plan_gates(verify_inputs(cfg), cfg.gate_settings)
     if not gates:
         return None
@@ -79,8 +86,16 @@ def build_verification(
             else None,
             # The GPU pool is not behind the Kubernetes provider (only the system pool is): a
             # gate created before its nodes exist would spend its deadline waiting for them.
-            after=[r for r in (gke.gpu_pool, networking, claim, volumes.identity) if r is not None],
+            after=[
+                *(r for r in (gke.gpu_pool, networking, claim, volumes.identity) if r is not None),
+                *(
+                    [kueue.release, kueue.priority_classes[VERIFY_PRIORITY.name]]
+                    if kueue is not None
+                    else []
+                ),
+            ],
             labels=labels,
+            priority_class=VERIFY_PRIORITY.name if kueue is not None else None,
         ),
         opts=gke.k8s_opts,
     )

@@ -8,6 +8,7 @@
 | `cluster` | `cluster`: version, system pool, maintenance |
 | `ray_job` | `ray`: operator, RayCluster head, the GRPO job |
 | `gates` | `verify`: the acceptance gates |
+| `queue` | `kueue`: the job queue (Kueue, topology-aware scheduling) |
 | `stack` | the whole stack and the rules that cross concerns |
 """
 

@@ -27,6 +27,7 @@ from stack_config.gates import VerifyConfig
 from stack_config.gpu_pool import GpuConfig
 from stack_config.labels import label_format_problem
 from stack_config.network_plan import NetworkConfig, address_plan_problems, planned_rdma_cidrs
+from stack_config.queue import QueueConfig, queue_enabled, queue_problems
 from stack_config.ray_job import RayConfig
 from stack_config.secrets import SECRET_KEYS as SECRET_KEYS  # moved to secrets.py; kept here
 from stack_config.storage import BucketConfig, LustreConfig, shared_storage_problems
@@ -71,6 +72,9 @@ class StackConfig(ConfigModel):
     verify: VerifyConfig = Field(
         default_factory=VerifyConfig, description="Acceptance gates after the platform is up."
     )
+    kueue: QueueConfig = Field(
+        default_factory=QueueConfig, description="Kueue: the job queue in front of the GPUs."
+    )
 
     @property
     def names(self) -> Names:
@@ -106,6 +110,11 @@ class StackConfig(ConfigModel):
     def gate_settings(self) -> GateSettings:
         """The verify settings as planning.verify takes them (gates off when verify is off)."""
         return gates.gate_settings(self.verify, self.gpu)
+
+    @property
+    def queue_enabled(self) -> bool:
+        """kueue.enabled, defaulting to on where the GPUs have RDMA NICs."""
+        return queue_enabled(self.kueue, self.gpu)
 
     @property
     def grpo_run(self) -> GrpoRun:
@@ -162,6 +171,7 @@ class StackConfig(ConfigModel):
         yield from ray_job.job_fits_pool_problems(self.ray, self.gpu)
         yield from gates.smoke_problems(self.verify, self.gpu)
         yield from gates.threshold_problems(self.verify, self.gpu, self.lustre.enabled)
+        yield from queue_problems(self.kueue, self.gpu, self.cluster.system_pool.machine_type)
         yield from ray_job.image_driver_problems(self.gpu)
         yield from address_plan_problems(
             self.network, self.gpu, self.cluster.system_pool.max, self.lustre.enabled

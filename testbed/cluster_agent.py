@@ -29,6 +29,7 @@ from typing import Any
 
 from testbed.cluster_network import ClusterNetwork, KubeApi
 from testbed.gate_pods import GatePods
+from testbed.kueue_host import KueueHost
 from testbed.processes import Processes
 from testbed.ray_pods import RayPods
 
@@ -82,6 +83,10 @@ class Agent:
         self.ray_pods.network = self.network
         address.write_text(self.network.url)
         self.gates = GatePods(Path(options.root), self.run_kubectl, say, self.network.proxy_env())
+        self.kueue = KueueHost(
+            Path(options.root), options.kueue, options.server, Path(options.api_ca),
+            self.run_kubectl, say,
+        )  # fmt: skip
 
     def run_kubectl(self, *args: str) -> subprocess.CompletedProcess[str]:
         """kubectl as the admin."""
@@ -157,11 +162,15 @@ class Agent:
 
     def loop(self) -> None:
         """Act until stopped."""
-        say("watching for KubeRay CRD Jobs, the RayCluster CRD, acceptance gate pods and Ray pods")
+        say(
+            "watching for KubeRay CRD Jobs, the RayCluster CRD, Kueue's controller Deployment,"
+            " acceptance gate pods and Ray pods"
+        )
         while True:
             for pod in self.crd_job_pods():
                 self.apply_crds(pod)
             self.ensure_operator()
+            self.kueue.step(time.monotonic())
             self.gates.step()
             try:
                 self.ray_pods.step()
@@ -181,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
         "--crds",
         "--root",
         "--ray-root",
+        "--kueue",
+        "--server",
+        "--api-ca",
     ):
         parser.add_argument(flag, required=True)
     agent = Agent(parser.parse_args(argv))

@@ -1,4 +1,4 @@
-"""The local control plane's binaries: etcd, Kubernetes, kwok and the KubeRay operator.
+"""The local control plane's binaries: etcd, Kubernetes, kwok, the KubeRay operator, Kueue.
 
 Built from the Go module proxy through our wrapper modules (testbed/go/*), at the versions of
 planning/versions.py, and cached like the engine (testbed.gobuild).
@@ -43,6 +43,28 @@ def _kwok_stages(module: Path, out: Path) -> None:
     (out / "kwok-stages.yaml").write_text("\n---\n".join(documents) + "\n", encoding="utf-8")
 
 
+KUEUE = VERSIONS.engine_kueue.value
+_KUEUE_LDFLAGS = " ".join(
+    [
+        # What Kueue's release build sets (Makefile@v0.19.2): the controller logs its version.
+        f"-X sigs.k8s.io/kueue/pkg/version.GitVersion={KUEUE}",
+        "-X sigs.k8s.io/kueue/pkg/version.GitCommit=8eab68778fc1b52affe165fdf5af29d1e9b4f3cb",
+    ]
+)
+PROVISIONING_REQUEST_MODULE = "k8s.io/autoscaler/cluster-autoscaler/apis"
+PROVISIONING_REQUEST_CRD = "autoscaling.x-k8s.io_provisioningrequests.yaml"
+
+
+def _provisioning_request_crd(module: Path, out: Path) -> None:
+    """The ProvisioningRequest CRD from the cluster autoscaler's API module (the version Kueue
+    requires), beside the binary: GKE serves it; the local control plane needs it installed
+    before Kueue starts. Nothing copied into git."""
+    source = module_dir(PIECES["kueue"], PROVISIONING_REQUEST_MODULE) / "config" / "crd"
+    (out / "crds").mkdir(exist_ok=True)
+    crd = (source / PROVISIONING_REQUEST_CRD).read_text(encoding="utf-8")
+    (out / "crds" / PROVISIONING_REQUEST_CRD).write_text(crd, encoding="utf-8")
+
+
 PIECES: dict[str, Piece] = {
     "etcd": Piece(name="etcd", binaries={"etcd": "."}),
     "kube-control-plane": Piece(
@@ -62,6 +84,12 @@ PIECES: dict[str, Piece] = {
         name="kuberay",
         binaries={"ray-operator": "github.com/ray-project/kuberay/ray-operator"},
     ),
+    "kueue": Piece(
+        name="kueue",
+        binaries={"kueue": "sigs.k8s.io/kueue/cmd/kueue"},
+        ldflags=_KUEUE_LDFLAGS,
+        companions=_provisioning_request_crd,
+    ),
 }
 
 WRAPPER_PINS: dict[str, dict[str, str]] = {
@@ -70,6 +98,10 @@ WRAPPER_PINS: dict[str, dict[str, str]] = {
     "kwok": {"sigs.k8s.io/kwok": VERSIONS.engine_kwok.value},
     "kuberay": {
         "github.com/ray-project/kuberay/ray-operator": VERSIONS.engine_kuberay_operator.value
+    },
+    "kueue": {
+        "sigs.k8s.io/kueue": KUEUE,
+        PROVISIONING_REQUEST_MODULE: VERSIONS.engine_provisioning_request_crd.value,
     },
 }
 """What each wrapper's go.mod must require: the version table's pins."""

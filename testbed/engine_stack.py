@@ -1,10 +1,11 @@
 """`python -m testbed.engine_stack up|down STACK`: a real `pulumi up` / destroy, local cluster.
 
 `up` builds what is missing, starts the local control plane with nodes shaped like the stack,
-creates (or selects) the stack in `.tools/engine/state`, points `nemo-rl-gke:ray.chartPath` at
-the local KubeRay chart and runs `pulumi up --yes` with the policy pack, in this repository,
-as a user would. Afterwards, with `source .tools/engine/env` and
-PULUMI_BACKEND_URL=file://$PWD/.tools/engine/state, any `pulumi ... -s STACK` works on it.
+creates (or selects) the stack in `.tools/engine/state`, points `nemo-rl-gke:ray.chartPath` and
+`nemo-rl-gke:kueue.chartPath` at the local KubeRay and Kueue charts and runs `pulumi up --yes`
+with the policy pack, in this repository, as a user would. Afterwards, with
+`source .tools/engine/env` and PULUMI_BACKEND_URL=file://$PWD/.tools/engine/state, any
+`pulumi ... -s STACK` works on it.
 
 `down` destroys it the README's way: a protected stack first gets `protect: false` and an
 `up` (which lifts GKE deletion protection and Lustre's PREVENT), then `pulumi destroy`. The
@@ -72,6 +73,8 @@ def up(stack: str) -> int:
         pulumi(env, "stack", "init", stack)
     chart = local_cluster.kuberay_chart()
     pulumi(env, "config", "set", "--path", "nemo-rl-gke:ray.chartPath", str(chart), "-s", stack)
+    kueue = local_cluster.kueue_chart()
+    pulumi(env, "config", "set", "--path", "nemo-rl-gke:kueue.chartPath", str(kueue), "-s", stack)
     policy = ["--policy-pack", "policies"]
     if (REPO / "policies" / "config" / f"{stack}.json").exists():
         policy += ["--policy-pack-config", f"policies/config/{stack}.json"]

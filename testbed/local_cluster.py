@@ -36,6 +36,8 @@ from planning.cidrs import DEFAULT_MAX_PODS_PER_NODE
 from planning.kube import ACCELERATOR_LABEL, GKE_AUTH_PLUGIN, GPU_TAINT_KEY
 from planning.verify import GATE_LABEL
 from testbed.cluster_pieces import build_all
+from testbed.kueue_host import exclude_controller_from_kwok
+from testbed.node_topology import topology_labels
 from testbed.pki import Pki, ensure_pki, write_trust_bundle
 from testbed.processes import Processes
 from testbed.ray_pods import NODE_TYPE_LABEL as RAY_NODE_LABEL
@@ -56,6 +58,7 @@ FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 STOP_ORDER = [
     "ray-operator",
     "agent",
+    "kueue",
     "kwok",
     "kube-scheduler",
     "kube-controller-manager",
@@ -70,6 +73,13 @@ GIB_PER_GB = 1 / 1.073741824
 def kuberay_chart() -> Path:
     """The local KubeRay chart the test bed installs instead of the public repository."""
     return shared_dir() / "charts" / "kuberay-operator-1.7.0"
+
+
+def kueue_chart() -> Path:
+    """The local Kueue chart the test bed installs instead of the OCI registry."""
+    from planning.versions import VERSIONS
+
+    return shared_dir() / "charts" / f"kueue-{VERSIONS.kueue_chart.value}"
 
 
 def _free_port() -> int:
@@ -220,6 +230,7 @@ def stack_nodes(stack: str) -> list[dict[str, Any]]:
             NODEPOOL_LABEL: f"gpu-{gpu.key}",
             ACCELERATOR_LABEL: gpu.accelerator_type,
             "node.kubernetes.io/instance-type": gpu.machine_type,
+            **topology_labels(gpu, i),
         }
         taint = {"key": GPU_TAINT_KEY, "value": "present", "effect": "NoSchedule"}
         nodes.append(
@@ -384,6 +395,13 @@ def _start(processes: Processes) -> Cluster:
         " itself; they are never shipped to a real cluster)",
         flush=True,
     )
+    # Before Kueue starts: without it Kueue skips its ProvisioningRequest admission checks.
+    kubectl(cluster, "apply", "--server-side", "-f", provisioning_request_crd(bins["kueue"]))
+    print(
+        "local cluster: installed the ProvisioningRequest CRD of the cluster autoscaler's API"
+        " module (GKE serves it itself; test bed only)",
+        flush=True,
+    )
     _write_env(cluster, pki)
     ray_root = Path(tempfile.mkdtemp(prefix="nrg-", dir="/tmp"))
     if RAY_PODS_LINK.is_symlink():
@@ -396,6 +414,7 @@ def _start(processes: Processes) -> Cluster:
         "--operator-kubeconfig", str(configs / "kuberay-operator"),
         "--crds", str(kuberay_chart() / "crds"), "--root", str(ROOT),
         "--ray-root", str(ray_root),
+        "--kueue", bins["kueue"], "--server", server, "--api-ca", str(pki.ca),
     ], env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
     print(
         f"local cluster: started etcd, kube-apiserver (https://{cluster.endpoint}),"
@@ -410,6 +429,7 @@ def kwok_config(shipped: Path, out: Path) -> Path:
     and Ray pods are neither started nor completed by it: the test bed agent runs them and sets
     their status (testbed.gate_pods, testbed.ray_pods)."""
     documents = [yaml.safe_load(d) for d in shipped.read_text(encoding="utf-8").split("\n---\n")]
+    exclude_controller_from_kwok(documents)
     for stage in documents:
         expressions = stage["spec"]["selector"]["matchExpressions"]
         if stage["metadata"]["name"] == "pod-complete":
@@ -422,6 +442,13 @@ def kwok_config(shipped: Path, out: Path) -> Path:
             )
     out.write_text(yaml.safe_dump_all(documents, sort_keys=False), encoding="utf-8")
     return out
+
+
+def provisioning_request_crd(kueue_binary: str) -> str:
+    """The ProvisioningRequest CRD the Kueue build copied next to its binary."""
+    return str(
+        Path(kueue_binary).parent / "crds" / "autoscaling.x-k8s.io_provisioningrequests.yaml"
+    )
 
 
 def _names(folder: Path) -> list[str]:

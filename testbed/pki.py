@@ -143,3 +143,52 @@ def ensure_pki(root: Path) -> Pki:
     for path in root.iterdir():
         path.chmod(0o600)
     return pki
+
+
+@dataclass(frozen=True)
+class WebhookCerts:
+    """A webhook server's certificates, from a CA of the test bed (PEM, keys in PKCS#1)."""
+
+    ca_cert: str
+    ca_key: str
+    cert: str
+    key: str
+
+
+def ensure_webhook_certs(root: Path, ca_name: str, dns_names: list[str]) -> WebhookCerts:
+    """A webhook CA of the test bed and a serving certificate it signed for 127.0.0.1 and
+    `dns_names`, made once in `root` and reused after.
+
+    Shaped for controllers that manage their own webhook certificates with cert-controller
+    (Kueue): it verifies the CA under the name `ca_name` and renews anything valid for less
+    than 90 more days, so the CA carries that name and both live ten years; its keys must be
+    PKCS#1 (`-traditional`). Loopback only: the API server calls https://127.0.0.1:PORT.
+    """
+    files = [root / n for n in ("ca.crt", "ca.key", "tls.crt", "tls.key")]
+    if not all(p.exists() for p in files):
+        root.mkdir(parents=True, exist_ok=True)
+        _openssl("genrsa", "-traditional", "-out", "ca.key", "2048", cwd=root)
+        _openssl(
+            "req", "-x509", "-new", "-key", "ca.key", "-days", "3650", "-out", "ca.crt",
+            "-subj", f"/CN={ca_name}", "-addext", f"subjectAltName=DNS:{ca_name}",
+            "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature", cwd=root,
+        )  # fmt: skip
+        _openssl("genrsa", "-traditional", "-out", "tls.key", "2048", cwd=root)
+        sans = ",".join(["IP:127.0.0.1", *(f"DNS:{name}" for name in dns_names)])
+        (root / "tls.ext").write_text(
+            f"subjectAltName={sans}\nextendedKeyUsage=serverAuth\n", encoding="utf-8"
+        )
+        _openssl(
+            "req", "-new", "-key", "tls.key", "-subj", f"/CN={dns_names[0]}", "-out", "tls.csr",
+            cwd=root,
+        )  # fmt: skip
+        _openssl(
+            "x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+            "-CAcreateserial", "-days", "3650", "-extfile", "tls.ext", "-out", "tls.crt",
+            cwd=root,
+        )  # fmt: skip
+        for path in root.iterdir():
+            path.chmod(0o600)
+    ca_cert, ca_key, cert, key = (p.read_text(encoding="utf-8") for p in files)
+    return WebhookCerts(ca_cert=ca_cert, ca_key=ca_key, cert=cert, key=key)

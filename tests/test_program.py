@@ -527,7 +527,8 @@ def test_every_committed_stack_passes_the_whole_pack(stack: str) -> None:
 
 
 def test_dev_relies_on_its_policy_config(tmp_path: Path) -> None:
-    """Without dev's config, the data-protection policies flag its throwaway resources."""
+    """Without dev's config, the data-protection policies flag its throwaway resources, and
+    the queue policy its unqueued RayCluster (dev runs without Kueue unless asked)."""
     result = run_stack(
         "dev", tmp_path, policy_config={"gpu-quota": {"quotas": {"PREEMPTIBLE_NVIDIA_L4_GPUS": 2}}}
     )
@@ -536,6 +537,7 @@ def test_dev_relies_on_its_policy_config(tmp_path: Path) -> None:
         ("protect-stateful-resources", "gke-cluster"),
         ("protect-stateful-resources", "data-bucket"),
         ("bucket-no-force-destroy", "data-bucket"),
+        ("gpu-workloads-queued", "ray-cluster"),
     }
 
 

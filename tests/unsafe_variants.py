@@ -74,6 +74,13 @@ VARIANTS: tuple[Variant, ...] = (
         reservation_stops_it=True,
     ),
     Variant(
+        # The queue off on b200: the RayCluster and the GPU gates take GPUs with no queue.
+        "gpu-work-outside-the-queue",
+        "b200",
+        "gpu-workloads-queued",
+        config={"nemo-rl-gke:kueue": {"enabled": False}},
+    ),
+    Variant(
         "unprotected-lustre",
         "b200",
         "protect-stateful-resources",

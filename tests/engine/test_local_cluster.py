@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from planning.ray import IMAGE_CUDA
 from planning.verify import GATE_ORDER
@@ -319,7 +320,10 @@ def test_kuberay_reconciles_the_raycluster_onto_the_right_nodes(b200: str) -> No
         assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in worker[
             "spec"
         ]["tolerations"]
-        assert worker["spec"]["nodeSelector"] == {"cloud.google.com/gke-accelerator": "nvidia-b200"}
+        selector = worker["spec"]["nodeSelector"]
+        assert selector["cloud.google.com/gke-accelerator"] == "nvidia-b200"
+        # The queue's topology-aware placement pins each worker to the node it chose.
+        assert selector.get("kubernetes.io/hostname") == worker["spec"]["nodeName"]
         assert worker["status"]["phase"] == "Running"
     (service,) = items("svc", "-n", "nemo-rl", "-l", "ray.io/node-type=head")
     exported = json.loads(must(pulumi(b200, "stack", "output", "--json")).stdout)
@@ -772,6 +776,224 @@ def test_an_unchanged_up_runs_no_gate_again(b200: str) -> None:
     assert after == before
 
 
+# --- the job queue: the real Kueue controller, topology-aware scheduling -------------------------
+
+SUBBLOCK = "cloud.google.com/gce-topology-subblock"
+
+
+def workloads() -> list[dict[str, Any]]:
+    return items("workloads.kueue.x-k8s.io", "-n", "nemo-rl")
+
+
+def workload_of(kind: str, name: str) -> dict[str, Any] | None:
+    """The Kueue Workload a RayCluster or RayJob `name` is admitted as."""
+    for workload in workloads():
+        owners = workload["metadata"].get("ownerReferences") or []
+        if any(o["kind"] == kind and o["name"] == name for o in owners):
+            return workload
+    return None
+
+
+def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:
+    for found in (obj or {}).get("status", {}).get("conditions") or []:
+        if found["type"] == kind:
+            return dict(found)
+    return {}
+
+
+def run_pods(cluster_prefix: str, node_type: str = "worker") -> list[dict[str, Any]]:
+    """The Ray pods of one node type of the RayClusters whose names start with the prefix."""
+    return [
+        p
+        for p in items("pods", "-n", "nemo-rl", "-l", f"ray.io/node-type={node_type}")
+        if p["metadata"]["labels"].get("ray.io/cluster", "").startswith(cluster_prefix)
+    ]
+
+
+def subblocks_of(pods: list[dict[str, Any]]) -> set[str]:
+    nodes = {n["metadata"]["name"]: n for n in items("nodes")}
+    return {nodes[p["spec"]["nodeName"]]["metadata"]["labels"][SUBBLOCK] for p in pods}
+
+
+def running(pods: list[dict[str, Any]], count: int) -> bool:
+    return len(pods) == count and all(p["status"].get("phase") == "Running" for p in pods)
+
+
+def test_kueue_runs_as_the_chart_installed_it(b200: str) -> None:
+    """pulumi up installed the chart and created the queue through Kueue's own webhooks; the
+    test bed runs the real controller with the chart's config and permissions."""
+    log = (ROOT / "logs" / "agent.log").read_text()
+    assert "started the real Kueue controller on this host" in log
+    assert "permissions of ServiceAccount kueue-controller-manager" in log
+    assert "webhooks of kueue-mutating-webhook-configuration at https://127.0.0.1:" in log
+    assert "Kueue's controller is ready (/readyz): reporting its pod Ready" in log
+    controller = (ROOT / "logs" / "kueue.log").read_text()
+    assert "v0.19.2" in controller  # the pinned release, built from Go modules
+    (deployment,) = items("deployments", "-n", "kueue-system")
+    assert deployment["status"].get("readyReplicas") == 1
+    hooks = kube("get", "mutatingwebhookconfiguration", "kueue-mutating-webhook-configuration")
+    urls = {h["clientConfig"].get("url", "") for h in hooks["webhooks"]}
+    assert all(u.startswith("https://127.0.0.1:") for u in urls), urls
+    assert all(h["clientConfig"].get("caBundle") for h in hooks["webhooks"])  # Kueue injected it
+    queue = kube("get", "clusterqueues.kueue.x-k8s.io", "nemo-rl-b200")
+    assert condition(queue, "Active")["status"] == "True", queue["status"]
+    usage = {
+        r["name"]: r["total"]
+        for f in queue["status"]["flavorsUsage"]
+        if f["name"] == "gpu-b200"
+        for r in f["resources"]
+    }
+    assert usage["nvidia.com/gpu"] == "16"  # the RayCluster holds every GPU of the pool
+    local = kube("get", "localqueues.kueue.x-k8s.io", "nemo-rl", "-n", "nemo-rl")
+    assert condition(local, "Active")["status"] == "True"
+    (topology,) = items("topologies.kueue.x-k8s.io")
+    assert [level["nodeLabel"] for level in topology["spec"]["levels"]][1] == SUBBLOCK
+    classes = {c["metadata"]["name"]: c for c in items("priorityclasses")}
+    assert classes["nemo-rl-training"]["value"] > classes["nemo-rl-verify"]["value"]
+    # The webhooks answer over TLS from the test bed's CA: a queued RayJob is suspended by
+    # Kueue's mutating webhook, and one that would keep its cluster is refused by validation.
+    exported = json.loads(must(pulumi(b200, "stack", "output", "--json")).stdout)
+    run = json.loads(exported["grpoQueuedRunManifest"])
+    cluster = local_cluster.load()
+    assert cluster is not None
+    dry = local_cluster.kubectl(
+        cluster, "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(run)
+    )
+    assert json.loads(dry)["spec"]["suspend"] is True
+    run["spec"]["shutdownAfterJobFinishes"] = False
+    refused = subprocess.run(
+        [cluster.binary("kubectl"), "--kubeconfig", str(local_cluster.KUBECONFIG), "create",
+         "--dry-run=server", "-f", "-"],
+        input=json.dumps(run), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert refused.returncode != 0
+    assert "shutdownAfterJobFinishes" in refused.stderr, refused.stderr
+
+
+def test_kueue_admits_the_raycluster_whole_inside_one_subblock(b200: str) -> None:
+    workload = workload_of("RayCluster", "nemo-rl")
+    assert workload is not None, [w["metadata"]["name"] for w in workloads()]
+    assert condition(workload, "Admitted")["status"] == "True", workload["status"]
+    assignments = {a["name"]: a for a in workload["status"]["admission"]["podSetAssignments"]}
+    assert set(assignments) == {"head", "gpu-workers"}  # one workload, head and workers
+    assert assignments["head"]["flavors"] == {"cpu": "system", "memory": "system"}
+    workers = assignments["gpu-workers"]
+    assert workers["count"] == 2
+    assert workers["flavors"]["nvidia.com/gpu"] == "gpu-b200"
+    assert workers["topologyAssignment"]["levels"] == ["kubernetes.io/hostname"]
+    pods = run_pods("nemo-rl")
+    assert running(pods, 2)
+    assert len(subblocks_of(pods)) == 1
+    for pod in pods:
+        # Kueue's ungater placed each pod on the node TAS chose, then the real scheduler bound it.
+        assert not pod["spec"].get("schedulingGates")
+        assert pod["spec"]["nodeSelector"]["kubernetes.io/hostname"] == pod["spec"]["nodeName"]
+        assert pod["spec"]["priorityClassName"] == "nemo-rl-training"
+        assert pod["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "gpu-workers"
+
+
+def create(manifest: dict[str, Any]) -> None:
+    cluster = local_cluster.load()
+    assert cluster is not None
+    local_cluster.kubectl(cluster, "create", "-f", "-", input=json.dumps(manifest))
+
+
+def queued_run(template: dict[str, Any], name: str, **spec: Any) -> dict[str, Any]:
+    """The stack's queued-run manifest under another name (the README's second run)."""
+    run: dict[str, Any] = json.loads(json.dumps(template))
+    run["metadata"]["name"] = name
+    run["spec"].update(spec)
+    return run
+
+
+def relabel(node: str, subblock: str) -> None:
+    cluster = local_cluster.load()
+    assert cluster is not None
+    local_cluster.kubectl(cluster, "label", "node", node, "--overwrite", f"{SUBBLOCK}={subblock}")
+
+
+def test_queued_runs_wait_for_gpus_and_topology(b200: str) -> None:
+    """The README's second run, for real: with the RayCluster gone, run A is admitted whole in
+    one sub-block; run B waits (not admitted, no pod) until A ends, then starts; with the pool
+    split into two one-node sub-blocks a two-node run is not admitted while it requires a
+    sub-block, and is admitted (across both) when a block will do."""
+    env = environ()
+    exported = json.loads(must(pulumi(b200, "stack", "output", "--json", env=env)).stdout)
+    template = json.loads(exported["grpoQueuedRunManifest"])
+    assert template["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "nemo-rl"
+    free_the_gpus(b200, env)
+    wait_until(
+        "the RayCluster's workload to go", lambda: workload_of("RayCluster", "nemo-rl") is None
+    )
+    try:
+        # Run A ends by itself: no Ray runs under kwok, so KubeRay fails it at its deadline.
+        # (and its cluster goes at once, instead of the 60 s the manifest keeps it for logs).
+        create(queued_run(template, "run-a", activeDeadlineSeconds=30, ttlSecondsAfterFinished=0))
+        wait_until("run A to run", lambda: running(run_pods("run-a"), 2), timeout=90)
+        assert len(subblocks_of(run_pods("run-a"))) == 1
+        create(queued_run(template, "run-b"))
+
+        def refused(run: str) -> str:
+            """Why Kueue keeps `run` waiting ("" until it said so)."""
+            reserved = condition(workload_of("RayJob", run), "QuotaReserved")
+            return "" if reserved.get("status") != "False" else str(reserved.get("message", ""))
+
+        wait_until("Kueue to say why run B waits", lambda: bool(refused("run-b")))
+        assert "insufficient unused quota" in refused("run-b"), refused("run-b")
+        assert kube("get", "rayjobs.ray.io", "run-b", "-n", "nemo-rl")["spec"]["suspend"] is True
+        assert run_pods("run-b", "head") == []
+        assert run_pods("run-b") == []
+        # A ends: KubeRay fails it at the deadline and deletes its cluster; B is admitted.
+        wait_until(
+            "run B to be admitted once A ended",
+            lambda: condition(workload_of("RayJob", "run-b"), "Admitted").get("status") == "True",
+            timeout=120,
+        )
+        ended = kube("get", "rayjobs.ray.io", "run-a", "-n", "nemo-rl")
+        assert ended["status"]["jobDeploymentStatus"] == "Failed", ended["status"]
+        assert ended["status"].get("reason") == "DeadlineExceeded", ended["status"]
+        wait_until("run B to run", lambda: running(run_pods("run-b"), 2), timeout=120)
+        assert len(subblocks_of(run_pods("run-b"))) == 1
+        kubectl_delete("rayjobs.ray.io", "run-a", "run-b")
+        wait_until("runs A and B to go", lambda: not run_pods("run-") and not workloads())
+
+        # Two one-node sub-blocks (a layout the test chooses): a 2-node run fits no sub-block.
+        relabel("b200-gpu-1", "block-0-sb-1")
+        create(queued_run(template, "run-c"))
+        wait_until("Kueue to say why run C waits", lambda: bool(refused("run-c")))
+        # Not for quota (the pool is free): the topology has no sub-block of two nodes.
+        assert "insufficient unused quota" not in refused("run-c"), refused("run-c")
+        assert "topology" in refused("run-c").lower(), refused("run-c")
+        assert run_pods("run-c") == []
+        assert run_pods("run-c", "head") == []
+        block = queued_run(template, "run-d")
+        (group,) = block["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+        group["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] = (
+            "cloud.google.com/gce-topology-block"
+        )
+        kubectl_delete("rayjobs.ray.io", "run-c")
+        create(block)
+        wait_until("run D (one block) to run", lambda: running(run_pods("run-d"), 2), timeout=90)
+        assert subblocks_of(run_pods("run-d")) == {"block-0-sb-0", "block-0-sb-1"}
+    finally:
+        kubectl_delete("rayjobs.ray.io", "run-a", "run-b", "run-c", "run-d")
+        relabel("b200-gpu-1", "block-0-sb-0")
+        wait_until("the runs' workloads to go", lambda: not workloads(), timeout=120)
+        must(pulumi(b200, "up", "--yes", env=env))
+    wait_until(
+        "the RayCluster to be admitted again",
+        lambda: condition(workload_of("RayCluster", "nemo-rl"), "Admitted").get("status") == "True",
+    )
+
+
+def kubectl_delete(kind: str, *names: str) -> None:
+    cluster = local_cluster.load()
+    assert cluster is not None
+    local_cluster.kubectl(
+        cluster, "delete", kind, "-n", "nemo-rl", "--ignore-not-found", "--wait=false", *names
+    )
+
+
 def test_a_plain_destroy_of_b200_is_stopped_by_protection(b200: str) -> None:
     before = len(state(b200))
     proc = pulumi(b200, "destroy", "--yes")
@@ -807,10 +1029,18 @@ def test_the_readme_teardown_leaves_no_kubernetes_object_and_no_state(b200: str)
                 ("networks.networking.gke.io",),
                 ("daemonsets", "-n", "kube-system"),
                 ("clusterrolebindings", "-l", "app.kubernetes.io/part-of=nemo-rl-gke"),
+                # Kueue: its CRDs (with every queue object), webhooks, PriorityClasses.
+                ("crd", "-l", "app.kubernetes.io/name=kueue"),
+                ("mutatingwebhookconfigurations", "-l", "app.kubernetes.io/name=kueue"),
+                ("validatingwebhookconfigurations", "-l", "app.kubernetes.io/name=kueue"),
+                ("priorityclasses", "-l", "app.kubernetes.io/part-of=nemo-rl-gke"),
             )
         )
 
     wait_until("the API server to hold no object of the stack", gone)
+    # The destroy did not hang on Kueue's finalizers, and its controller went with its pod.
+    assert "Kueue's controller Deployment is gone" in (ROOT / "logs" / "agent.log").read_text()
+    assert not Processes(ROOT).alive("kueue")
     assert not (STATE / ".pulumi" / "stacks" / "nemo-rl-gke" / "b200.json").exists()
 
 
@@ -857,6 +1087,105 @@ def test_dev_runs_its_grpo_job_on_its_own_cluster_and_a_plain_destroy_leaves_no_
             not items("namespaces", "-l", "app.kubernetes.io/part-of=nemo-rl-gke")
             and not items("pv")
         ),
+    )
+
+
+def test_flex_start_admits_a_run_once_queued_provisioning_has_its_nodes(
+    cluster: None, tmp_path: Path
+) -> None:
+    """dev on flex-start with the queue: Kueue asks GKE's queued provisioning for the run's
+    nodes (a ProvisioningRequest, class queued-provisioning.gke.io) and admits the run only when
+    they are all there. No cluster autoscaler runs here: the test answers the request as GKE's
+    would (Provisioned=True), and the API server and Kueue show the rest."""
+    workspace: Workspace = make_workspace(tmp_path)
+    env = local_cluster.local_environ(workspace.env())
+    for key in ("PATH", "NEMO_RL_GKE_STANDIN_ENDPOINT", "NEMO_RL_GKE_STANDIN_CA_FILE"):
+        workspace.extra_env[key] = env[key]
+    config = dict(yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text())["config"])
+    config["nemo-rl-gke:gpu"] = {
+        "type": "l4", "autoscaling": {"min": 0, "max": 2}, "capacity": "flex-start"
+    }  # fmt: skip
+    config["nemo-rl-gke:kueue"] = {"enabled": True, "chartPath": str(local_cluster.kueue_chart())}
+    config["nemo-rl-gke:ray"] = {
+        "chartPath": str(local_cluster.kuberay_chart()), "job": {"enabled": True, "steps": 1}
+    }  # fmt: skip
+    workspace.write_stack("dev", config)
+    workspace.init("dev")
+    try:
+        up = workspace.up("dev")
+        assert up.returncode == 0, up.text()
+        # Judged in the first preview too (from what the queue component publishes).
+        assert not [p for p in up.unjudged() if p.policy.startswith(("queue", "gpu-work"))]
+        check = kube("get", "admissionchecks.kueue.x-k8s.io", "dws-prov")
+        assert condition(check, "Active")["status"] == "True", check["status"]
+        queue = kube("get", "clusterqueues.kueue.x-k8s.io", "nemo-rl-dev")
+        assert queue["spec"]["admissionChecksStrategy"]["admissionChecks"][0]["name"] == "dws-prov"
+        run = json.loads(
+            workspace.pulumi("stack", "output", "grpoRun", "--json", "-s", "dev").stdout
+        )
+        wait_until("the run's workload", lambda: workload_of("RayJob", run) is not None)
+
+        workload = workload_of("RayJob", run)
+        assert workload is not None
+
+        def requests() -> list[dict[str, Any]]:
+            # Named <workload>-<admission check>-<attempt> (Kueue's provisioning controller).
+            return [
+                r
+                for r in items("provisioningrequests.autoscaling.x-k8s.io", "-n", "nemo-rl")
+                if r["metadata"]["name"].startswith(workload["metadata"]["name"])
+            ]
+
+        wait_until("Kueue's ProvisioningRequest", lambda: bool(requests()))
+        (request,) = requests()
+        assert request["spec"]["provisioningClassName"] == "queued-provisioning.gke.io"
+        time.sleep(3)
+        held = workload_of("RayJob", run)
+        assert condition(held, "QuotaReserved")["status"] == "True", held
+        assert condition(held, "Admitted").get("status") != "True", held
+        assert run_pods(run) == []
+        assert run_pods(run, "head") == []
+        # What GKE does once every node of the request is there (test-bed action).
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        provisioned = {
+            "status": {
+                "conditions": [
+                    {"type": "Accepted", "status": "True", "reason": "Accepted",
+                     "message": "test bed", "lastTransitionTime": now},
+                    {"type": "Provisioned", "status": "True", "reason": "Provisioned",
+                     "message": "test bed: GKE's queued provisioning", "lastTransitionTime": now},
+                ]
+            }
+        }  # fmt: skip
+        cluster_ = local_cluster.load()
+        assert cluster_ is not None
+        local_cluster.kubectl(
+            cluster_, "patch", "provisioningrequests.autoscaling.x-k8s.io",
+            request["metadata"]["name"], "-n", "nemo-rl", "--subresource=status",
+            "--type=merge", "-p", json.dumps(provisioned),
+        )  # fmt: skip
+        wait_until(
+            "the run to be admitted once its nodes are provisioned",
+            lambda: condition(workload_of("RayJob", run), "Admitted").get("status") == "True",
+            timeout=90,
+        )
+        job = kube("get", "rayjobs.ray.io", run, "-n", "nemo-rl")
+        (group,) = job["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+        annotations = group["template"]["metadata"]["annotations"]
+        assert (
+            annotations["autoscaling.x-k8s.io/consume-provisioning-request"]
+            == (request["metadata"]["name"])
+        )
+        assert annotations["autoscaling.x-k8s.io/provisioning-class-name"] == (
+            "queued-provisioning.gke.io"
+        )
+        wait_until("the run's workers", lambda: running(run_pods(run), 2), timeout=90)
+    finally:
+        down = workspace.pulumi("destroy", "--yes", "-s", "dev", check=False, timeout=900)
+        assert down.returncode == 0, down.stdout[-3000:] + down.stderr[-3000:]
+    wait_until(
+        "the flex-start stack's objects to go",
+        lambda: not items("crd", "-l", "app.kubernetes.io/name=kueue"),
     )
 
 

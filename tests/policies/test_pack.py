@@ -17,12 +17,14 @@ from pulumi_policy import Policy
 from policies import data_protection as dp
 from policies import firewall as fw
 from policies import gpu_topology as topo
+from policies import queueing as queue
 from policies import quota
 from policies import security as sec
 from policies.pack import POLICIES
 from policies.resource_types import (
     BUCKET,
     CLUSTER,
+    CLUSTER_QUEUE,
     FIREWALL,
     GLOBAL_ADDRESS,
     LUSTRE,
@@ -33,6 +35,14 @@ from policies.resource_types import (
 )
 from preflight.recorder import Record
 from tests.policies.helpers import UNKNOWN_VALUE, record, run
+from tests.policies.test_queueing import (
+    ACCEL,
+    QUEUED,
+    cluster_queue,
+    flavor,
+    raycluster,
+)
+from tests.policies.test_queueing import pool as queue_pool
 
 PROFILE = "projects/p/global/networkProfiles/us-central1-b-vpc-roce"
 SA = "nodes@p.iam.gserviceaccount.com"
@@ -200,6 +210,28 @@ class Case:
 
 
 CASES = [
+    Case(
+        queue.gpu_workloads_queued,
+        compliant=[raycluster(QUEUED)],
+        violating=[raycluster()],
+        message="RayCluster 'ray-cluster': requests nvidia.com/gpu outside the job queue",
+        missing=[record("kubernetes:ray.io/v1:RayCluster", "ray-cluster", {})],
+        override_config={"exempt": ["ray-cluster"]},
+        override_records=[raycluster()],
+        override_violations=0,
+        unknown=[raycluster({"kueue.x-k8s.io/queue-name": UNKNOWN_VALUE})],
+    ),
+    Case(
+        queue.queue_gpu_quota,
+        compliant=[queue_pool(), flavor(ACCEL), cluster_queue(16.0)],
+        violating=[queue_pool(), flavor(ACCEL), cluster_queue(24.0)],
+        message="promises 24 GPUs on flavor 'gpu-b200', more than its node pools hold",
+        missing=[record(CLUSTER_QUEUE, "cq", {"metadata": {"name": "cq"}}), flavor(ACCEL)],
+        override_config={"allowOvercommit": 8},
+        override_records=[queue_pool(), flavor(ACCEL), cluster_queue(24.0)],
+        override_violations=0,
+        unknown=[queue_pool(), flavor(ACCEL), cluster_queue(UNKNOWN_VALUE)],
+    ),
     Case(
         quota.gpu_quota,
         compliant=[pool()],

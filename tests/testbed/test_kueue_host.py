@@ -1,0 +1,119 @@
+"""The test bed's part for Kueue's controller pod: what it rewrites, and nothing else."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from planning.catalog import profile
+from planning.kueue import manager_config
+from testbed.kueue_host import (
+    Listeners,
+    exclude_controller_from_kwok,
+    host_configuration,
+    rewired_conversion,
+    rewired_webhooks,
+)
+from testbed.node_topology import topology_labels
+from testbed.pki import ensure_webhook_certs
+
+
+def test_service_webhooks_are_pointed_at_the_host_with_their_paths() -> None:
+    configuration = {
+        "webhooks": [
+            {
+                "name": "a",
+                "clientConfig": {"service": {"name": "s", "path": "/mutate-x"}, "caBundle": "Q0E="},
+            },
+            {"name": "b", "clientConfig": {"url": "https://127.0.0.1:1/validate-y"}},
+        ]
+    }
+    assert rewired_webhooks(configuration, 39443) == [
+        {"op": "remove", "path": "/webhooks/0/clientConfig/service"},
+        {
+            "op": "add",
+            "path": "/webhooks/0/clientConfig/url",
+            "value": "https://127.0.0.1:39443/mutate-x",
+        },
+    ]
+    crd = {"spec": {"conversion": {"webhook": {"clientConfig": {"service": {"path": "/convert"}}}}}}
+    assert rewired_conversion(crd, 39443)[-1]["value"] == "https://127.0.0.1:39443/convert"
+    assert rewired_conversion({"spec": {}}, 39443) == []
+
+
+def test_the_charts_configuration_keeps_its_integrations_and_gets_loopback_listeners(
+    tmp_path: Path,
+) -> None:
+    config, changes = host_configuration(
+        manager_config("nemo-rl"), "kueue-system", Listeners(1, 2, 3), tmp_path
+    )
+    assert config["integrations"]["frameworks"] == ["ray.io/rayjob", "ray.io/raycluster"]
+    assert config["managedJobsNamespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": "nemo-rl"
+    }
+    assert config["webhook"] == {"port": 3, "host": "127.0.0.1", "certDir": str(tmp_path)}
+    assert config["health"]["healthProbeBindAddress"] == "127.0.0.1:1"
+    assert config["leaderElection"]["resourceNamespace"] == "kueue-system"
+    assert config["featureGates"] == {"VisibilityOnDemand": False}
+    assert len(changes) == 2
+    yaml.safe_dump(config)
+
+
+def test_kwok_leaves_only_kueues_controller_pod_to_the_agent() -> None:
+    stages: list[dict[str, Any]] = [
+        {"metadata": {"name": "pod-ready"}, "spec": {"selector": {"matchExpressions": []}}},
+        {"metadata": {"name": "pod-complete"}, "spec": {"selector": {"matchExpressions": []}}},
+    ]
+    exclude_controller_from_kwok(stages)
+    assert stages[0]["spec"]["selector"]["matchExpressions"] == [
+        {
+            "key": '.metadata.labels["app.kubernetes.io/name"]',
+            "operator": "NotIn",
+            "values": ["kueue"],
+        }
+    ]
+    assert stages[1]["spec"]["selector"]["matchExpressions"] == []
+
+
+def test_fake_gpu_nodes_carry_gkes_topology_labels_by_subblock() -> None:
+    b200 = profile("b200")
+    first, second, third = (topology_labels(b200, i, per_subblock=2) for i in range(3))
+    assert (
+        first["cloud.google.com/gce-topology-subblock"]
+        == second["cloud.google.com/gce-topology-subblock"]
+    )
+    assert (
+        third["cloud.google.com/gce-topology-subblock"]
+        != first["cloud.google.com/gce-topology-subblock"]
+    )
+    assert (
+        first["cloud.google.com/gce-topology-block"] == third["cloud.google.com/gce-topology-block"]
+    )
+    assert (
+        first["cloud.google.com/gce-topology-host"] != second["cloud.google.com/gce-topology-host"]
+    )
+    assert topology_labels(profile("l4"), 0) == {}  # G2 nodes report no topology
+
+
+def test_webhook_certificates_are_what_kueues_rotator_keeps(tmp_path: Path) -> None:
+    certs = ensure_webhook_certs(tmp_path, "kueue-ca", ["kueue-webhook-service.kueue-system.svc"])
+    # cert-controller parses PKCS#1 keys only, and verifies the CA under the name kueue-ca.
+    assert certs.ca_key.startswith("-----BEGIN RSA PRIVATE KEY-----")
+    assert certs.key.startswith("-----BEGIN RSA PRIVATE KEY-----")
+    text = subprocess.run(
+        ["openssl", "x509", "-noout", "-text", "-in", str(tmp_path / "tls.crt")],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "IP Address:127.0.0.1" in text
+    assert "DNS:kueue-webhook-service.kueue-system.svc" in text
+    ca = subprocess.run(
+        ["openssl", "x509", "-noout", "-text", "-in", str(tmp_path / "ca.crt")],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "CA:TRUE" in ca
+    assert "DNS:kueue-ca" in ca
+    again = ensure_webhook_certs(tmp_path, "kueue-ca", ["x"])
+    assert again == certs  # made once, reused

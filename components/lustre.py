@@ -136,6 +136,10 @@ class Lustre(pulumi.ComponentResource):
                 parent=self,
                 protect=args.protect,
                 depends_on=[connection],
+                # The instance id is fixed (the stack's name): a replacement created first would
+                # ask the API for an id that still exists and be refused, so the old instance
+                # goes first (pulumi-gcp does not say so itself: instanceId is not auto-named).
+                delete_before_replace=True,
                 custom_timeouts=pulumi.CustomTimeouts(create="90m", delete="60m"),
             ),
         )

@@ -83,7 +83,8 @@ def test_a_zone_change_recreates_lustre_the_rdma_network_and_the_gpu_pool(
     report = compare(tmp_path, zone="us-central1-c")
     by_name = {p.resource.name: p for p in report.planned}
     assert by_name["rdma-net"].delete_before_replace
-    assert not by_name["lustre-instance"].delete_before_replace  # created first
+    # Deleted first: its fixed instance id would be refused to a replacement created first.
+    assert by_name["lustre-instance"].delete_before_replace
     assert by_name["lustre-instance"].why == ["location: us-central1-b -> us-central1-c"]
     assert "rdma-net is recreated and networkConfig names it" in by_name["gpu-pool"].why[0]
     assert "lustre-volume-pv is recreated" in by_name["lustre-volume-pvc"].why[0]
@@ -140,7 +141,7 @@ def test_preflight_previous_prints_what_is_recreated_and_stops_a_protected_stack
     )  # fmt: skip
     assert code == 1
     assert "nemo-rl-gke:lustre.throughput: 500 -> 1000 recreates Lustre instance" in out
-    assert "gcp:lustre:Instance lustre-instance (created first)" in out
+    assert "gcp:lustre:Instance lustre-instance (deleted first)" in out
     assert "perUnitStorageThroughput: 500 -> 1000" in out
     assert "pulumi preview stops here: nemo-rl-gke:lustre.throughput" in out
     assert "preflight b200: FAIL" in out

@@ -456,9 +456,9 @@ def test_a_day2_change_plans_exactly_what_the_table_says(
     if "gpu-pool" in replaced:  # deleted first: its reservation is free for the new pool
         pool = ops_of(events, "gpu-pool")
         assert pool.index("delete-replaced") < pool.index("create-replacement"), pool
-    if "lustre-instance" in replaced:  # created first (the bridge's rule for Lustre)
+    if "lustre-instance" in replaced:  # deleted first: its instance id is fixed
         lustre = ops_of(events, "lustre-instance")
-        assert lustre.index("create-replacement") < lustre.index("delete-replaced"), lustre
+        assert lustre.index("delete-replaced") < lustre.index("create-replacement"), lustre
     # Preflight, from the stack file alone, plans the same replacements.
     offline = preflight_changes.compare(
         preflight_changes.snapshot(preflight(REPO / "Pulumi.b200.yaml", known=True).run, "known"),

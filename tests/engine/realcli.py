@@ -7,11 +7,14 @@ backend and a passphrase. Commands run with exactly the environment `.tools/engi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +48,81 @@ def tracked_files() -> list[str]:
     return [f for f in out.split("\0") if f]
 
 
+def run_in_own_group(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run `argv` as the leader of a process group of its own, and when it has ended stop
+    whatever it left in that group, by the group's id. The CLI leaves its language host running
+    when it stops early (a missing required key ends `pulumi preview` before the program), and
+    nothing a test starts may outlive it."""
+    with subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as proc:
+        try:
+            stdout, stderr = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stop_group(proc.pid)
+            proc.communicate()
+            raise
+        finally:
+            stop_group(proc.pid)
+    return subprocess.CompletedProcess(list(argv), proc.returncode, stdout, stderr)
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live processes of process group `pgid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def stop_group(pgid: int, grace: float = 5) -> None:
+    """SIGTERM the process group, SIGKILL what is left after `grace` seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not group_members(pgid):
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, sig)
+        deadline = time.monotonic() + grace
+        while group_members(pgid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
+def processes_in(folder: Path) -> list[int]:
+    """Live processes whose working directory is `folder` or inside it."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = Path(os.readlink(entry / "cwd"))
+        except OSError:
+            continue
+        if cwd == folder or folder in cwd.parents:
+            found.append(int(entry.name))
+    return found
+
+
 @dataclass
 class Workspace:
     """A project copy with its own state backend."""
@@ -67,12 +145,10 @@ class Workspace:
         self, *args: str, check: bool = True, timeout: float = 600, input: str | None = None
     ) -> subprocess.CompletedProcess[str]:
         """Run `pulumi ARGS` in the workspace; raise with its output when `check` and it fails."""
-        proc = subprocess.run(
+        proc = run_in_own_group(
             [str(BIN / "pulumi"), *args, "--non-interactive"],
             cwd=self.root,
             env=self.env(),
-            capture_output=True,
-            text=True,
             timeout=timeout,
             input=input,
         )
@@ -87,12 +163,10 @@ class Workspace:
         self, script: str, *, check: bool = True, timeout: float = 900
     ) -> subprocess.CompletedProcess[str]:
         """Run a bash script in the workspace with the engine environment."""
-        proc = subprocess.run(
+        proc = run_in_own_group(
             ["bash", "-euo", "pipefail", "-c", script],
             cwd=self.root,
             env=self.env(),
-            capture_output=True,
-            text=True,
             timeout=timeout,
         )
         if check and proc.returncode != 0:

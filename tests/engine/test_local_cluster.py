@@ -39,6 +39,7 @@ from testbed.engine import STATE
 from testbed.engine_stack import environ
 from testbed.gate_pods import SCENARIO_FILE
 from testbed.gate_standins import Scenario
+from testbed.gcp_standin.invokes import DEFAULT_FIXTURES
 from testbed.gobuild import cache_root
 from testbed.processes import Processes
 from testbed.ray_pods import processes_naming
@@ -400,6 +401,21 @@ def workspace_on_b200(tmp_path: Path) -> Workspace:
     ):
         if key in env:
             workspace.extra_env[key] = env[key]
+    # The reservations the day-2 changes name exist, as a user would have them before the
+    # change (the program reads the pool's reservation at every preview, and a missing one
+    # stops it before any plan): another reservation in the zone, and b200's in the zone it
+    # moves to.
+    described = json.loads(DEFAULT_FIXTURES.read_text())
+    (b200_reservation,) = [
+        r for r in described["reservations"] if r["name"] == "my-b200-reservation-placeholder"
+    ]
+    described["reservations"] += [
+        {**b200_reservation, "name": "another-reservation"},
+        {**b200_reservation, "zone": "us-central1-c"},
+    ]
+    description = tmp_path / "reservations.json"
+    description.write_text(json.dumps(described))
+    workspace.extra_env["NEMO_RL_GKE_STANDIN_RESERVATIONS"] = str(description)
     return workspace
 
 

@@ -13,7 +13,7 @@ import pytest
 from preflight.cli import preflight
 from stack_config import InvalidStackConfig
 from testbed.gcp_standin.invokes import DEFAULT_FIXTURES
-from tests.engine.realcli import Events, Workspace
+from tests.engine.realcli import Events, Workspace, processes_in
 from tests.harness import REPO, STACKS, stack_data
 from tests.unsafe_variants import VARIANTS, Variant
 
@@ -109,6 +109,9 @@ def test_a_missing_required_key_stops_the_cli_before_the_program(workspace: Work
     assert events.returncode != 0
     assert "missing configuration value 'gpu'" in events.stderr + events.text()
     assert events.creates() == []
+    # The CLI stops before the program and leaves its language host behind; the workspace
+    # stops it with the CLI's process group.
+    assert processes_in(workspace.root) == [], "a process of the preview outlived it"
 
 
 def test_an_invalid_stack_fails_with_one_line_and_plans_nothing(workspace: Workspace) -> None:

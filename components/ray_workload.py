@@ -30,6 +30,12 @@ from planning.ray import (
 from planning.verify import SmokePlan
 
 RAY_API = "ray.io/v1"
+QUEUED_APPLY = {"pulumi.com/patchForce": "true"}
+"""On objects Kueue manages: Kueue writes the worker groups when it admits a run (node
+selectors, tolerations, topology gates; KubeRay's `workerGroupSpecs` is an atomic list), so a
+later change of ours would be refused as a server-side apply conflict with the `kueue` field
+manager. Pulumi takes the field back; Kueue then sees a workload that no longer matches the
+admitted one, suspends it and admits it again with the new spec (the pods restart on it)."""
 TOKEN_SECRET = "nemo-rl-tokens"  # noqa: S105 - the Secret's name, not its content
 SECRET_ENV = {"hfToken": "HF_TOKEN", "wandbApiKey": "WANDB_API_KEY"}
 """Stack secret -> environment variable (and Secret key) the NeMo RL scripts read."""
@@ -124,7 +130,11 @@ class RayWorkload(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         labels = {"app.kubernetes.io/part-of": "nemo-rl-gke", **args.labels}
 
-        secret_keys = [SECRET_ENV[k] for k in sorted(args.secrets) if k in SECRET_ENV]
+        # Every token variable, set or not (the Secret's keys are optional): adding a token later
+        # leaves the Ray pods' spec as it was, so it neither conflicts with Kueue's edits of a
+        # queued cluster nor re-queues a running one. A running driver reads the tokens from
+        # the Secret's files (planning.ray.token_refresh).
+        secret_keys = sorted(SECRET_ENV.values())
         if args.secrets:
             k8s.core.v1.Secret(
                 f"{name}-tokens",
@@ -147,6 +157,7 @@ class RayWorkload(pulumi.ComponentResource):
                 "name": args.cluster_name,
                 "namespace": args.namespace,
                 "labels": {**labels, **queued},
+                **({"annotations": QUEUED_APPLY} if args.queue is not None else {}),
             },
             spec=spec,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.operator, *args.after]),
@@ -208,7 +219,10 @@ class RayWorkload(pulumi.ComponentResource):
                     "name": job.name,
                     "namespace": args.namespace,
                     "labels": job_labels,
-                    "annotations": dict(job.annotations),
+                    "annotations": {
+                        **job.annotations,
+                        **(QUEUED_APPLY if "rayClusterSpec" in job_spec and args.queue else {}),
+                    },
                 },
                 spec=job_spec,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=job_after),

@@ -628,3 +628,17 @@ def test_stacks_reach_the_control_plane_on_its_dns_endpoint_by_default(
         "dnsEndpointConfig": {"allowExternalTraffic": False}
     }
     assert not ip.run.exports["getCredentialsCommand"].value.endswith("--dns-endpoint")
+
+
+@pytest.mark.parametrize(("stack", "queued"), [("b200", True), ("dev", False)])
+def test_pulumi_takes_back_the_worker_groups_kueue_wrote_on_a_queued_raycluster(
+    stack: str, queued: bool
+) -> None:
+    """Kueue writes a queued RayCluster's worker groups when it admits it; without a forced
+    apply the next change of the RayCluster fails `pulumi up` with a field conflict (seen with
+    the real Kueue 0.19.2 and pulumi-kubernetes 4.25.0)."""
+    from tests.conftest import committed
+
+    (cluster,) = [r for r in committed(stack).run.records if r.name == "ray-cluster"]
+    annotations = cluster.inputs["metadata"].get("annotations", {})
+    assert (annotations.get("pulumi.com/patchForce") == "true") is queued

@@ -212,7 +212,8 @@ def test_the_driver_takes_the_tokens_from_the_secret_s_files(b200_job: Any, tmp_
     assert set(TOKEN_ENV) == set(SECRET_ENV.values())
     (tmp_path / "tokens").mkdir()
     (tmp_path / "tokens" / "HF_TOKEN").write_text("hf_set_later")
-    started_before = {k: v for k, v in pod_env(container).items() if k != "HF_TOKEN"}
+    # Started before any token was set: the optional references resolved to no variable.
+    started_before = {k: v for k, v in pod_env(container).items() if k not in SECRET_ENV.values()}
     (_, _, script) = shlex.split(job["entrypoint"])
     proc, driver, _ = bash(script, job_driver_env(started_before), tmp_path, "driver")
     assert proc.returncode == 0, proc.stderr
@@ -308,3 +309,25 @@ def test_preflight_shows_the_run_its_directories_and_workers(b200_job: Any) -> N
     assert f"GRPO run {job['run']} (run id {job['runId']}, attempt 1)" in text
     assert f"checkpoints /data/nemo-rl/runs/{job['run']}/checkpoints" in text
     assert f"logs        /data/nemo-rl/runs/{job['run']}/logs" in text
+
+
+def test_setting_a_token_later_leaves_the_ray_pods_spec_as_it_was(
+    b200_job: Any, tmp_path: Path
+) -> None:
+    """The RayCluster refers to every token variable whether it is set or not: on a queued
+    stack a changed RayCluster is a server-side apply conflict with Kueue and a re-queued,
+    restarted Ray cluster, which adding `wandbApiKey` to a running stack must not cause."""
+    later = {
+        "nemo-rl-gke:ray": {"job": {"enabled": True}},
+        "nemo-rl-gke:hfToken": {"secure": "v1:x"},
+        "nemo-rl-gke:wandbApiKey": {"secure": "v1:y"},
+    }
+    with_both = run_stack("b200", tmp_path, variant("b200", later))
+    cluster = by_name(b200_job)["ray-cluster"].inputs
+    assert by_name(with_both)["ray-cluster"].inputs == cluster
+    _, container = worker_of(b200_job)
+    refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container["env"] if "valueFrom" in e}
+    assert refs == {
+        name: {"name": "nemo-rl-tokens", "key": name, "optional": True}
+        for name in SECRET_ENV.values()
+    }

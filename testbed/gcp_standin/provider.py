@@ -486,7 +486,13 @@ def serve(engine_address: str) -> None:
         log(f"serving on 127.0.0.1:{port}")
         sys.stdout.write(f"{port}\n")  # the engine reads the port from the first line
         sys.stdout.flush()
-        await server.wait_for_termination()
+        try:
+            await server.wait_for_termination()
+        finally:
+            # The engine ends a plugin with SIGINT: stop the server inside the loop, or its
+            # finalizer runs after the loop has closed and prints a traceback into the
+            # engine's output ("Event loop is closed").
+            await server.stop(None)
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run())

@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,14 +57,16 @@ def run_in_own_group(
     timeout: float,
     input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `argv` as the leader of a process group of its own, and when it has ended stop
-    whatever it left in that group, by the group's id. The CLI leaves its language host running
-    when it stops early (a missing required key ends `pulumi preview` before the program), and
-    nothing a test starts may outlive it."""
+    """Run `argv` with a mark in its environment, and when it has ended stop, by pid, every
+    process that still carries the mark. The CLI starts its plugins in process groups of
+    their own and, when it stops early (a missing required key ends `pulumi preview` before
+    the program), leaves its language host running; nothing a test starts may outlive it."""
+    mark = f"{RUN_MARK}={uuid.uuid4().hex}"
+    marked = {**env, RUN_MARK: mark.split("=", 1)[1]}
     with subprocess.Popen(
         list(argv),
         cwd=cwd,
-        env=dict(env),
+        env=marked,
         stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -72,39 +75,43 @@ def run_in_own_group(
     ) as proc:
         try:
             stdout, stderr = proc.communicate(input, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            stop_group(proc.pid)
-            proc.communicate()
-            raise
         finally:
-            stop_group(proc.pid)
+            stop_marked(mark)
     return subprocess.CompletedProcess(list(argv), proc.returncode, stdout, stderr)
 
 
-def group_members(pgid: int) -> list[int]:
-    """The live processes of process group `pgid`."""
+RUN_MARK = "NEMO_RL_GKE_ENGINE_TEST_RUN"
+"""The environment variable that marks the processes of one CLI run (plugins inherit it)."""
+
+
+def marked_processes(mark: str) -> list[int]:
+    """Live processes whose environment holds `mark` (`NAME=value`)."""
+    needle = mark.encode() + b"\0"
     found = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
+        if state != "Z" and (environ.startswith(needle) or b"\0" + needle in environ):
             found.append(int(entry.name))
     return found
 
 
-def stop_group(pgid: int, grace: float = 5) -> None:
-    """SIGTERM the process group, SIGKILL what is left after `grace` seconds."""
+def stop_marked(mark: str, grace: float = 5) -> None:
+    """SIGTERM every process of the run by pid; SIGKILL what is left after `grace` seconds."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        if not group_members(pgid):
+        pids = marked_processes(mark)
+        if not pids:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, sig)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
         deadline = time.monotonic() + grace
-        while group_members(pgid) and time.monotonic() < deadline:
+        while marked_processes(mark) and time.monotonic() < deadline:
             time.sleep(0.1)
 
 

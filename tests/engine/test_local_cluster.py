@@ -44,7 +44,7 @@ from testbed.gobuild import cache_root
 from testbed.processes import Processes
 from testbed.ray_pods import processes_naming
 from tests.day2 import IN_PLACE, REPLACING, Case
-from tests.engine.realcli import REPO, Events, Workspace, make_workspace
+from tests.engine.realcli import REPO, Events, Workspace, make_workspace, run_in_own_group
 
 ROOT = local_cluster.ROOT
 
@@ -80,7 +80,7 @@ def pulumi(
     stack: str, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """A real `pulumi ARGS -s STACK` in this checkout, as after `source .tools/engine/env`."""
-    return subprocess.run(
+    return run_in_own_group(
         [
             str(REPO / ".tools" / "engine" / "bin" / "pulumi"),
             *args,
@@ -90,10 +90,7 @@ def pulumi(
         ],
         cwd=REPO,
         env=env or environ(),
-        capture_output=True,
-        text=True,
         timeout=900,
-        check=False,
     )
 
 
@@ -942,12 +939,13 @@ def test_queued_runs_wait_for_gpus_and_topology(b200: str) -> None:
         "the RayCluster's workload to go", lambda: workload_of("RayCluster", "nemo-rl") is None
     )
     try:
-        # Run A ends by itself: no Ray runs under kwok, so KubeRay fails it at its deadline.
-        # (and its cluster goes at once, instead of the 60 s the manifest keeps it for logs).
-        create(queued_run(template, "run-a", activeDeadlineSeconds=30, ttlSecondsAfterFinished=0))
-        wait_until("run A to run", lambda: running(run_pods("run-a"), 2), timeout=90)
+        # Run A ends by itself: its real Ray cluster runs a short entrypoint instead of GRPO
+        # (this test is about admission), and its cluster goes at once, instead of the 60 s
+        # the manifest keeps it for logs. Run B keeps running until the test deletes it.
+        create(queued_run(template, "run-a", entrypoint="sleep 30", ttlSecondsAfterFinished=0))
+        wait_until("run A to run", lambda: running(run_pods("run-a"), 2), timeout=240)
         assert len(subblocks_of(run_pods("run-a"))) == 1
-        create(queued_run(template, "run-b"))
+        create(queued_run(template, "run-b", entrypoint="sleep 900"))
 
         def refused(run: str) -> str:
             """Why Kueue keeps `run` waiting ("" until it said so)."""
@@ -959,37 +957,39 @@ def test_queued_runs_wait_for_gpus_and_topology(b200: str) -> None:
         assert kube("get", "rayjobs.ray.io", "run-b", "-n", "nemo-rl")["spec"]["suspend"] is True
         assert run_pods("run-b", "head") == []
         assert run_pods("run-b") == []
-        # A ends: KubeRay fails it at the deadline and deletes its cluster; B is admitted.
+        # A ends: Ray reports its job done, KubeRay deletes its cluster; B is admitted.
         wait_until(
             "run B to be admitted once A ended",
             lambda: condition(workload_of("RayJob", "run-b"), "Admitted").get("status") == "True",
-            timeout=120,
+            timeout=300,
         )
         ended = kube("get", "rayjobs.ray.io", "run-a", "-n", "nemo-rl")
-        assert ended["status"]["jobDeploymentStatus"] == "Failed", ended["status"]
-        assert ended["status"].get("reason") == "DeadlineExceeded", ended["status"]
-        wait_until("run B to run", lambda: running(run_pods("run-b"), 2), timeout=120)
+        assert ended["status"]["jobDeploymentStatus"] == "Complete", ended["status"]
+        assert ended["status"].get("jobStatus") == "SUCCEEDED", ended["status"]
+        wait_until("run B to run", lambda: running(run_pods("run-b"), 2), timeout=240)
         assert len(subblocks_of(run_pods("run-b"))) == 1
         kubectl_delete("rayjobs.ray.io", "run-a", "run-b")
-        wait_until("runs A and B to go", lambda: not run_pods("run-") and not workloads())
+        wait_until(
+            "runs A and B to go", lambda: not run_pods("run-") and not workloads(), timeout=180
+        )
 
         # Two one-node sub-blocks (a layout the test chooses): a 2-node run fits no sub-block.
         relabel("b200-gpu-1", "block-0-sb-1")
-        create(queued_run(template, "run-c"))
+        create(queued_run(template, "run-c", entrypoint="sleep 900"))
         wait_until("Kueue to say why run C waits", lambda: bool(refused("run-c")))
         # Not for quota (the pool is free): the topology has no sub-block of two nodes.
         assert "insufficient unused quota" not in refused("run-c"), refused("run-c")
         assert "topology" in refused("run-c").lower(), refused("run-c")
         assert run_pods("run-c") == []
         assert run_pods("run-c", "head") == []
-        block = queued_run(template, "run-d")
+        block = queued_run(template, "run-d", entrypoint="sleep 900")
         (group,) = block["spec"]["rayClusterSpec"]["workerGroupSpecs"]
         group["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] = (
             "cloud.google.com/gce-topology-block"
         )
         kubectl_delete("rayjobs.ray.io", "run-c")
         create(block)
-        wait_until("run D (one block) to run", lambda: running(run_pods("run-d"), 2), timeout=90)
+        wait_until("run D (one block) to run", lambda: running(run_pods("run-d"), 2), timeout=240)
         assert subblocks_of(run_pods("run-d")) == {"block-0-sb-0", "block-0-sb-1"}
     finally:
         kubectl_delete("rayjobs.ray.io", "run-a", "run-b", "run-c", "run-d")
@@ -1115,7 +1115,13 @@ def test_flex_start_admits_a_run_once_queued_provisioning_has_its_nodes(
     would (Provisioned=True), and the API server and Kueue show the rest."""
     workspace: Workspace = make_workspace(tmp_path)
     env = local_cluster.local_environ(workspace.env())
-    for key in ("PATH", "NEMO_RL_GKE_STANDIN_ENDPOINT", "NEMO_RL_GKE_STANDIN_CA_FILE"):
+    # SSL_CERT_FILE: the kubeconfig names the DNS endpoint and no CA (see workspace_on_b200).
+    for key in (
+        "PATH",
+        "NEMO_RL_GKE_STANDIN_ENDPOINT",
+        "NEMO_RL_GKE_STANDIN_CA_FILE",
+        "SSL_CERT_FILE",
+    ):
         workspace.extra_env[key] = env[key]
     config = dict(yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text())["config"])
     config["nemo-rl-gke:gpu"] = {

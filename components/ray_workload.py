@@ -130,11 +130,6 @@ class RayWorkload(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         labels = {"app.kubernetes.io/part-of": "nemo-rl-gke", **args.labels}
 
-        # Every token variable, set or not (the Secret's keys are optional): adding a token later
-        # leaves the Ray pods' spec as it was, so it neither conflicts with Kueue's edits of a
-        # queued cluster nor re-queues a running one. A running driver reads the tokens from
-        # the Secret's files (planning.ray.token_refresh).
-        secret_keys = sorted(SECRET_ENV.values())
         if args.secrets:
             k8s.core.v1.Secret(
                 f"{name}-tokens",
@@ -145,7 +140,7 @@ class RayWorkload(pulumi.ComponentResource):
                 opts=child,
             )
 
-        spec = self._cluster_spec(args, secret_keys)
+        spec = self._cluster_spec(args)
         queued = args.queue.labels if args.queue is not None else {}
         if args.queue is not None:
             spec = queued_cluster_spec(spec, args.queue)
@@ -210,7 +205,7 @@ class RayWorkload(pulumi.ComponentResource):
             job_after.append(smoke.job)
         if args.job is not None:
             job = args.job
-            job_labels, job_spec = self._job_spec(args, job, secret_keys, labels)
+            job_labels, job_spec = self._job_spec(args, job, labels)
             k8s.apiextensions.CustomResource(
                 f"{name}-job",
                 api_version=RAY_API,
@@ -230,7 +225,7 @@ class RayWorkload(pulumi.ComponentResource):
         self.queued_run_manifest = None
         if args.queued_run is not None and args.queue is not None:
             run = args.queued_run
-            run_labels, run_spec = self._job_spec(args, run, secret_keys, labels)
+            run_labels, run_spec = self._job_spec(args, run, labels)
             manifest = {
                 "apiVersion": RAY_API,
                 "kind": "RayJob",
@@ -266,7 +261,6 @@ class RayWorkload(pulumi.ComponentResource):
         cls,
         args: RayWorkloadArgs,
         job: RayJobPlan,
-        secret_keys: Sequence[str],
         labels: Mapping[str, str],
     ) -> tuple[dict[str, str], dict[str, Any]]:
         """(labels, spec) of the RayJob of `job`."""
@@ -282,7 +276,7 @@ class RayWorkload(pulumi.ComponentResource):
             job_spec["entrypointResources"] = json.dumps({GIB_RESOURCE: 1})
         if job.own_cluster:
             job_spec["rayClusterSpec"] = cls._cluster_spec(
-                args, secret_keys, workers=(job.workers, job.workers, job.workers)
+                args, workers=(job.workers, job.workers, job.workers)
             )
             if args.queue is not None:
                 # Its own cluster makes the run one queued workload, admitted whole.
@@ -304,7 +298,7 @@ class RayWorkload(pulumi.ComponentResource):
         return job_labels, job_spec
 
     @staticmethod
-    def _env(args: RayWorkloadArgs, secret_keys: Sequence[str]) -> list[dict[str, Any]]:
+    def _env(args: RayWorkloadArgs) -> list[dict[str, Any]]:
         env: list[dict[str, Any]] = [
             {"name": "HF_HOME", "value": HF_HOME},
             # Ray's OOM killer off, as NeMo RL's Kubernetes guide sets it on head and workers
@@ -312,21 +306,16 @@ class RayWorkload(pulumi.ComponentResource):
             # pod's memory limit stays the real bound.
             {"name": "RAY_memory_monitor_refresh_ms", "value": "0"},
         ]
-        env += [
-            {
-                "name": key,
-                # optional: the pod starts without the token; only gated models need it.
-                "valueFrom": {"secretKeyRef": {"name": TOKEN_SECRET, "key": key, "optional": True}},
-            }
-            for key in secret_keys
-        ]
+        # No token in the environment: a pod's environment is fixed when it starts, and adding
+        # a token would change the Ray pods' spec (on a queued stack: re-queue the cluster). The
+        # tokens are files of the Secret's volume, which follow the Secret; the driver's script
+        # exports them (planning.ray.token_refresh) and NeMo RL hands them to its actors.
         return env
 
     @classmethod
     def _cluster_spec(
         cls,
         args: RayWorkloadArgs,
-        secret_keys: Sequence[str],
         workers: tuple[int, int, int] | None = None,
     ) -> dict[str, Any]:
         """The RayCluster spec; `workers` = (replicas, min, max) overrides the stack's sizing."""
@@ -335,7 +324,7 @@ class RayWorkload(pulumi.ComponentResource):
             args.min_replicas,
             args.max_replicas,
         )
-        env = cls._env(args, secret_keys)
+        env = cls._env(args)
         pod_annotations: dict[str, Any] = (
             {GCSFUSE_ANNOTATION: "true"} if args.data_is_gcsfuse else {}
         )

@@ -15,6 +15,8 @@ from typing import Any, Final
 
 import yaml
 
+from stack_config.errors import ConfigProblem, show, show_text
+
 MAX_ARCHIVE_BYTES: Final = 16 << 20
 """The kuberay-operator chart with its CRDs packs into well under 1 MiB."""
 MAX_CHART_BYTES: Final = 64 << 10
@@ -71,3 +73,25 @@ def local_chart_version(path: str) -> str | None:
         return None
     version = data.get("version") if isinstance(data, dict) else None
     return str(version) if version is not None else None
+
+
+def check_pinned_chart(
+    value: str, pinned: str, *, key: str, chart: str, name: str, pin: str, note: str = ""
+) -> None:
+    """Refuse a local chart that is no chart or not the pinned version: `key` is the config
+    key, `chart` the chart's name, `name` what it installs, `pin` the versions table's entry
+    and `note` what the pin protects. Path and version are shown escaped."""
+    found = local_chart_version(value)
+    if found is None:
+        raise ConfigProblem(
+            (),
+            f"{show(value)} is not a Helm chart (no Chart.yaml)",
+            f"point {key} at a {chart} chart folder or .tgz, or remove it",
+        )
+    if found != pinned:
+        raise ConfigProblem(
+            (),
+            f"the chart at {show(value)} is version {show_text(found)}, but the pinned {name} is"
+            f" {pinned}{note}",
+            f"use the {chart} {pinned} chart, or change {pin} in planning/versions.py",
+        )

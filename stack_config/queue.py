@@ -16,7 +16,7 @@ from planning.versions import VERSIONS
 from stack_config.base import ConfigModel
 from stack_config.errors import ConfigProblem
 from stack_config.gpu_pool import GpuConfig
-from stack_config.local_chart import local_chart_version
+from stack_config.local_chart import check_pinned_chart
 
 
 class QueueConfig(ConfigModel):
@@ -54,20 +54,14 @@ class QueueConfig(ConfigModel):
     def _chart_is_the_pinned_one(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        pinned = VERSIONS.kueue_chart.value
-        found = local_chart_version(value)
-        if found is None:
-            raise ConfigProblem(
-                (),
-                f"{value!r} is not a Helm chart (no Chart.yaml)",
-                "point kueue.chartPath at a kueue chart folder or .tgz, or remove it",
-            )
-        if found != pinned:
-            raise ConfigProblem(
-                (),
-                f"the chart at {value} is version {found}, but the pinned Kueue is {pinned}",
-                f"use the kueue {pinned} chart, or change kueue_chart in planning/versions.py",
-            )
+        check_pinned_chart(
+            value,
+            VERSIONS.kueue_chart.value,
+            key="kueue.chartPath",
+            chart="kueue",
+            name="Kueue",
+            pin="kueue_chart",
+        )
         return value
 
 

@@ -11,9 +11,9 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 from planning.ray import IMAGE_CUDA, RUN_ID_LENGTH, GrpoRun, image_tag
 from planning.versions import VERSIONS
 from stack_config.base import ConfigModel
-from stack_config.errors import ConfigProblem, show, show_text
+from stack_config.errors import ConfigProblem
 from stack_config.gpu_pool import MAX_NODES_PER_POOL_ZONE, GpuConfig
-from stack_config.local_chart import local_chart_version
+from stack_config.local_chart import check_pinned_chart
 from stack_config.text_rules import PATH_SEGMENT, hf_model_id, hydra_word
 
 MAX_RAYJOB_NAME: Final = 47
@@ -143,23 +143,15 @@ class RayConfig(ConfigModel):
     def _chart_is_the_pinned_one(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        pinned = VERSIONS.kuberay_chart.value
-        found = local_chart_version(value)
-        if found is None:
-            raise ConfigProblem(
-                (),
-                f"{show(value)} is not a Helm chart (no Chart.yaml)",
-                "point ray.chartPath at a kuberay-operator chart folder or .tgz, or remove it",
-            )
-        if found != pinned:
-            raise ConfigProblem(
-                (),
-                f"the chart at {show(value)} is version {show_text(found)}, but the pinned"
-                f" KubeRay is {pinned}"
-                " (the CRD Job applies that version's CRDs)",
-                f"use the kuberay-operator {pinned} chart, or change kuberay_chart in"
-                " planning/versions.py",
-            )
+        check_pinned_chart(
+            value,
+            VERSIONS.kuberay_chart.value,
+            key="ray.chartPath",
+            chart="kuberay-operator",
+            name="KubeRay",
+            pin="kuberay_chart",
+            note=" (the CRD Job applies that version's CRDs)",
+        )
         return value
 
 

@@ -393,6 +393,14 @@ def test_every_gcp_resource_of_the_committed_stacks_passes_the_stand_in_s_check(
         assert response.failures in (None, []), (record.name, response.failures)
 
 
+DNS_CLUSTER = {
+    "name": "c",
+    "location": "us-central1",
+    "controlPlaneEndpointsConfig": {"dnsEndpointConfig": {"allowExternalTraffic": True}},
+}
+"""A cluster's inputs with GKE's DNS-based endpoint, as the program sets them."""
+
+
 def test_a_cluster_s_dns_endpoint_is_the_local_api_server_by_name(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -400,13 +408,7 @@ def test_a_cluster_s_dns_endpoint_is_the_local_api_server_by_name(
     refresh reads it as it is now, like the IP endpoint."""
     monkeypatch.setenv("NEMO_RL_GKE_STANDIN_ENDPOINT", "127.0.0.1:6443")
     standin = configured()
-    inputs = props(
-        {
-            "name": "c",
-            "location": "us-central1",
-            "controlPlaneEndpointsConfig": {"dnsEndpointConfig": {"allowExternalTraffic": True}},
-        }
-    )
+    inputs = props(DNS_CLUSTER)
     created = asyncio.run(standin.create(p.CreateRequest(urn(CLUSTER, "c"), inputs, 60, False)))
     assert plain(created.properties["controlPlaneEndpointsConfig"]) == {
         "dnsEndpointConfig": {"allowExternalTraffic": True, "endpoint": "localhost:6443"}
@@ -429,13 +431,7 @@ def test_a_preview_leaves_the_dns_endpoint_name_unknown_on_create_and_as_it_was_
     an update's preview keeps the name the cluster has."""
     monkeypatch.setenv("NEMO_RL_GKE_STANDIN_ENDPOINT", "127.0.0.1:6443")
     standin = configured()
-    inputs = props(
-        {
-            "name": "c",
-            "location": "us-central1",
-            "controlPlaneEndpointsConfig": {"dnsEndpointConfig": {"allowExternalTraffic": True}},
-        }
-    )
+    inputs = props(DNS_CLUSTER)
     planned = asyncio.run(standin.create(p.CreateRequest(urn(CLUSTER, "c"), inputs, 60, True)))
     assert plain(planned.properties["controlPlaneEndpointsConfig"]) == {
         "dnsEndpointConfig": {"allowExternalTraffic": True, "endpoint": UNKNOWN}

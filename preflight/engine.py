@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import runpy
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,6 +69,21 @@ def _mask_unknowns(value: Any) -> Any:
     return UNKNOWN_MASK
 
 
+def _open_event_loop() -> None:
+    """Give this thread an open event loop if it has none.
+
+    Pulumi's runtime schedules its futures on the thread's current loop. A caller that ran
+    `asyncio.run` before (a test, a tool that uses preflight as a library) leaves the thread with
+    no loop, or a closed one, and the next run would fail inside Pulumi's registration.
+    """
+    try:
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:
+        loop = None
+    if loop is None or loop.is_closed():
+        asyncio.set_event_loop(asyncio.new_event_loop())
+
+
 def run_in_mocks(
     build: Callable[[], Any],
     *,
@@ -84,6 +100,7 @@ def run_in_mocks(
     the way `pulumi.runtime.test` resolves a test's result. Exceptions from `build`
     propagate after outstanding registrations finish.
     """
+    _open_event_loop()
     monitor = RecordingMonitor(fake)
     # A fresh root Stack per run: exports must not leak between stacks in one process.
     runtime_settings.ROOT.set(None)

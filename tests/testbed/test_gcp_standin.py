@@ -381,8 +381,6 @@ def test_every_gcp_resource_of_the_committed_stacks_passes_the_stand_in_s_check(
     engine: a misspelt input (say `dnsEndpointConfig.allowExternalTrafic`) fails here first."""
     from tests.conftest import committed
 
-    # The program runs under mocks on the thread's event loop; asyncio.run above closed it.
-    asyncio.set_event_loop(asyncio.new_event_loop())
     records = [r for r in committed(stack).run.records if r.custom and r.type.startswith("gcp:")]
     assert len(records) > 20
     for record in records:

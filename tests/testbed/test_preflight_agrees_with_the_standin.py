@@ -35,8 +35,6 @@ TABLE = replace_facts.table_path()
 
 @cache
 def stack(name: str) -> Result:
-    # The stand-in's tests end their event loops with asyncio.run; the mocks need one.
-    asyncio.set_event_loop(asyncio.new_event_loop())
     return run_stack(name, known=True)
 
 

@@ -18,7 +18,7 @@ export UV_PYTHON_DOWNLOADS := never
 
 .PHONY: preflight preflight-all test lint fmt typecheck actionlint graph bench check clean \
 	engine engine-test scan verify local-cluster-build local-cluster local-cluster-down engine-up engine-down \
-	ray-bench
+	ray-bench ray-test
 
 $(TOOLS)/bin/uv:
 	python3 -m venv $(TOOLS)
@@ -34,8 +34,15 @@ preflight: .venv/.synced
 preflight-all: .venv/.synced
 	@for s in dev b200 h200; do $(RUN) python -m preflight --stack $$s --quiet || exit $$?; done
 
+# On every core (pytest-xdist), one test file per worker at a time: a file's module fixtures
+# (program runs, Ray heads) are built once.
 test: .venv/.synced
-	$(RUN) pytest -m "not engine"
+	$(RUN) pytest -m "not engine" -n auto --dist loadfile
+
+# The one-node checks of the rendered GRPO driver and smoke gate under real Ray (no engine):
+# about 45 s; also the first of `make engine-test`.
+ray-test: .venv/.synced
+	$(RUN) pytest tests/engine/test_driver_under_ray.py
 
 # The real Pulumi engine, built from Go modules into ~/.cache/nemo-rl-gke (needs Go 1.26):
 # the CLI, the language host front end, the pulumi-kubernetes provider, and the GCP stand-in.

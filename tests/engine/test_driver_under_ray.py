@@ -9,6 +9,10 @@ stand-in at /opt/nemo-rl does with Ray what NeMo RL does and fails when a worker
 no gIB environment. The same run with the driver's environment as it was before fails, with the
 driver's own error in the gate's verdict. The engine tests run the same on the clusters KubeRay
 builds (tests/engine/test_local_cluster.py).
+
+They need no engine, only Ray (about 45 s on 2 cores: a Ray head starts in about 7 s, each job
+imports Ray again). `make test` could not hold them and stay under two minutes, so they run
+first among the engine tests (`make engine-test`) and alone with `make ray-test`.
 """
 
 from __future__ import annotations

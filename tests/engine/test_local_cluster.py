@@ -382,6 +382,23 @@ def test_a_second_preview_and_a_refresh_plan_nothing(b200: str) -> None:
     must(pulumi(b200, "preview", "--expect-no-changes"))
 
 
+LOCAL_CLUSTER_ENV = (
+    "PATH",
+    "NEMO_RL_GKE_STANDIN_ENDPOINT",
+    "NEMO_RL_GKE_STANDIN_CA_FILE",
+    "SSL_CERT_FILE",
+)
+"""What a workspace's CLI runs need of the local cluster's environment: the test bed's binaries
+first on PATH, the stand-in's cluster endpoint and CA, and the trust bundle (the kubeconfig
+names the cluster's DNS endpoint and no CA; the bundle makes the local API server trusted)."""
+
+
+def on_the_local_cluster(workspace: Workspace, env: dict[str, str]) -> None:
+    """Point `workspace`'s CLI runs at the local cluster (`env`'s LOCAL_CLUSTER_ENV values)."""
+    for key in LOCAL_CLUSTER_ENV:
+        workspace.extra_env[key] = env[key]
+
+
 def workspace_on_b200(tmp_path: Path) -> Workspace:
     """A project copy that previews the module's running b200 stack: the same backend and
     stack (a copy of its stack file, so `pulumi config set` there leaves this checkout's
@@ -390,14 +407,8 @@ def workspace_on_b200(tmp_path: Path) -> Workspace:
     shutil.copy2(REPO / "Pulumi.b200.yaml", workspace.root / "Pulumi.b200.yaml")
     workspace.backend = STATE
     env = environ()
-    for key in (
-        "PATH",
-        "PULUMI_CONFIG_PASSPHRASE",
-        "NEMO_RL_GKE_STANDIN_ENDPOINT",
-        "NEMO_RL_GKE_STANDIN_CA_FILE",
-    ):
-        if key in env:
-            workspace.extra_env[key] = env[key]
+    on_the_local_cluster(workspace, env)
+    workspace.extra_env["PULUMI_CONFIG_PASSPHRASE"] = env["PULUMI_CONFIG_PASSPHRASE"]
     # The reservations the day-2 changes name exist, as a user would have them before the
     # change (the program reads the pool's reservation at every preview, and a missing one
     # stops it before any plan): another reservation in the zone, and b200's in the zone it
@@ -1123,15 +1134,7 @@ def test_flex_start_admits_a_run_once_queued_provisioning_has_its_nodes(
     they are all there. No cluster autoscaler runs here: the test answers the request as GKE's
     would (Provisioned=True), and the API server and Kueue show the rest."""
     workspace: Workspace = make_workspace(tmp_path)
-    env = local_cluster.local_environ(workspace.env())
-    # SSL_CERT_FILE: the kubeconfig names the DNS endpoint and no CA (see workspace_on_b200).
-    for key in (
-        "PATH",
-        "NEMO_RL_GKE_STANDIN_ENDPOINT",
-        "NEMO_RL_GKE_STANDIN_CA_FILE",
-        "SSL_CERT_FILE",
-    ):
-        workspace.extra_env[key] = env[key]
+    on_the_local_cluster(workspace, local_cluster.local_environ(workspace.env()))
     config = dict(yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text())["config"])
     config["nemo-rl-gke:gpu"] = {
         "type": "l4", "autoscaling": {"min": 0, "max": 2}, "capacity": "flex-start"
@@ -1226,16 +1229,7 @@ def test_a_chart_version_bump_reapplies_the_crds_before_the_upgrade(
     """Bumping kuberay_chart in the version table renames the CRD Job: the new Job (and its CRD
     apply) completes before the Helm release is upgraded. Shown with a second local chart."""
     workspace: Workspace = make_workspace(tmp_path)
-    env = local_cluster.local_environ(workspace.env())
-    # SSL_CERT_FILE: the kubeconfig names the cluster's DNS endpoint and no CA; the test bed's
-    # trust bundle is what makes the local API server trusted there.
-    for key in (
-        "PATH",
-        "NEMO_RL_GKE_STANDIN_ENDPOINT",
-        "NEMO_RL_GKE_STANDIN_CA_FILE",
-        "SSL_CERT_FILE",
-    ):
-        workspace.extra_env[key] = env[key]
+    on_the_local_cluster(workspace, local_cluster.local_environ(workspace.env()))
     chart = local_cluster.kuberay_chart()
     workspace.init("dev")
     workspace.pulumi(

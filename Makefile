@@ -35,9 +35,9 @@ preflight-all: .venv/.synced
 	@for s in dev b200 h200; do $(RUN) python -m preflight --stack $$s --quiet || exit $$?; done
 
 # On every core (pytest-xdist), one test file per worker at a time: a file's module fixtures
-# (program runs, Ray heads) are built once.
+# (program runs) are built once. At most 8 workers (each holds the SDKs and program runs).
 test: .venv/.synced
-	$(RUN) pytest -m "not engine" -n auto --dist loadfile
+	$(RUN) pytest -m "not engine" -n auto --maxprocesses 8 --dist loadfile
 
 # The one-node checks of the rendered GRPO driver and smoke gate under real Ray (no engine):
 # about 45 s; also the first of `make engine-test`.

@@ -29,14 +29,33 @@ DRIVER_ERROR = re.compile(r"^(?:[\w.]+(?:Error|Exception)\b.*|nemo-rl-gke: setup
 driver script's own setup message (planning.ray.fail_fast)."""
 
 
+AFTER_THE_FACT = re.compile(
+    r"^(?:Exception ignored in|Error in atexit\._run_exitfuncs|Exception in thread"
+    r"|Error in sys\.excepthook)"
+)
+"""Python's lead-in to a traceback that did not end the program: an atexit callback (Ray's
+shutdown at exit), a thread, an excepthook. What it prints comes after the driver's own error
+and never says why the run failed ("RuntimeError: can't register atexit after shutdown")."""
+
+
 def verdict_detail(message: str, logs: str) -> str:
     """Why a run did not pass, for the verdict line: the first sentence of Ray's message, then
     the driver's own error, from the log excerpt Ray puts in that message (the last 20,000
-    characters of the driver's log) or from the job's log."""
+    characters of the driver's log) or from the job's log: the last exception line that is not
+    part of a traceback Python printed after the fact (AFTER_THE_FACT), unless only those are."""
     head, _, excerpt = message.partition(", last available logs")
-    text = f"{logs}\n{excerpt}"
-    errors = [line.strip() for line in text.splitlines() if DRIVER_ERROR.match(line.strip())]
-    detail = f"{head}: {errors[-1]}" if errors else head
+    errors: list[str] = []
+    afterwards: list[str] = []
+    after_the_fact = False
+    for raw in f"{logs}\n{excerpt}".splitlines():
+        line = raw.strip()
+        if AFTER_THE_FACT.match(line):
+            after_the_fact = True
+        elif DRIVER_ERROR.match(line):
+            (afterwards if after_the_fact else errors).append(line)
+            after_the_fact = False
+    found = errors or afterwards
+    detail = f"{head}: {found[-1]}" if found else head
     return " ".join(detail.split())[:600]
 
 

@@ -23,7 +23,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -34,7 +33,6 @@ import pytest
 from ray.job_submission import JobStatus, JobSubmissionClient
 
 from planning.ray import GATED_MODEL_ORGS, GIB_RESOURCE
-from planning.verify import GATES_DIR, SMOKE_SCRIPT
 from testbed.node_fs import (
     NodeFolders,
     container_environment,
@@ -50,6 +48,7 @@ from testbed.ray_node import (
     localize_ray_start,
     start_process,
 )
+from tests.gates.harness import run_smoke_script
 from tests.harness import by_name, run_stack, variant
 
 pytestmark = pytest.mark.skipif(
@@ -128,23 +127,15 @@ def run_gate(
     url: str, result: Any, tmp: Path, **overrides: str
 ) -> tuple[subprocess.CompletedProcess[str], str]:
     """gates/grpo_smoke.py against the Ray head at `url`: how it ended, its termination message."""
-    tmp.mkdir(parents=True, exist_ok=True)
     env = {
         **smoke_env_of(result),
         "POD_NAMESPACE": "nemo-rl",
         "GATE_RUN_ID": "6f1d2c3b-4a5e-uid",
         "RAY_DASHBOARD": url,
         "POLL_SECONDS": "0.5",
-        "TERMINATION_LOG": str(tmp / "termination-log"),
-        "PATH": os.environ["PATH"],
         **overrides,
     }
-    proc = subprocess.run(
-        [sys.executable, str(GATES_DIR / SMOKE_SCRIPT)],
-        env=env, capture_output=True, text=True, timeout=240, check=False,
-    )  # fmt: skip
-    log = tmp / "termination-log"
-    return proc, log.read_text(encoding="utf-8") if log.exists() else ""
+    return run_smoke_script(env, tmp, timeout=240)
 
 
 def test_the_smoke_gate_passes_on_a_real_ray_head_with_gpu_and_gib(

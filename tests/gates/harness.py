@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from planning.verify import GATES_DIR, GatePlan
+from planning.verify import GATES_DIR, SMOKE_SCRIPT, GatePlan
 from testbed.gate_standins import Scenario, install, local_setup
 
 
@@ -74,3 +76,19 @@ def run_gate(
         message = log.read_text(encoding="utf-8") if log.exists() else ""
         runs.append(PodRun(proc.returncode, out, err, message))
     return runs
+
+
+def run_smoke_script(
+    env: dict[str, str], tmp: Path, timeout: float
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    """gates/grpo_smoke.py as the smoke Job's container runs it, with `env` (its pod's
+    environment and the run's answers) plus this host's PATH and a termination log under `tmp`;
+    how it ended, and the termination message it left."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    log = tmp / "termination-log"
+    proc = subprocess.run(
+        [sys.executable, str(GATES_DIR / SMOKE_SCRIPT)],
+        env={**env, "TERMINATION_LOG": str(log), "PATH": os.environ["PATH"]},
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip
+    return proc, log.read_text(encoding="utf-8") if log.exists() else ""

@@ -7,13 +7,13 @@ when no Ray answers. Its verdict is read with `make verify`'s parser.
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 from planning.verify import GATES_DIR, SMOKE_SCRIPT, SmokePlan, plan_smoke, smoke_env
 from program.verification import verify_inputs
+from tests.gates.harness import run_smoke_script
 from tests.test_verification import config
 from verify.results import parse_message
 
@@ -26,24 +26,14 @@ def b200_smoke(steps: int = 3) -> SmokePlan:
 def run_smoke(
     plan: SmokePlan, url: str, tmp: Path, **overrides: str
 ) -> tuple[subprocess.CompletedProcess[str], str]:
-    tmp.mkdir(parents=True, exist_ok=True)
-    env = smoke_env(plan, "nemo-rl-head-svc")
-    env.update(
-        {
-            "RAY_DASHBOARD": url,
-            "GATE_RUN_ID": "6f1d2c3b-4a5e-uid",
-            "POLL_SECONDS": "0.1",
-            "TERMINATION_LOG": str(tmp / "termination-log"),
-            "PATH": os.environ["PATH"],
-            **overrides,
-        }
-    )
-    proc = subprocess.run(
-        [sys.executable, str(GATES_DIR / SMOKE_SCRIPT)],
-        env=env, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    log = tmp / "termination-log"
-    return proc, log.read_text(encoding="utf-8") if log.exists() else ""
+    env = {
+        **smoke_env(plan, "nemo-rl-head-svc"),
+        "RAY_DASHBOARD": url,
+        "GATE_RUN_ID": "6f1d2c3b-4a5e-uid",
+        "POLL_SECONDS": "0.1",
+        **overrides,
+    }
+    return run_smoke_script(env, tmp, timeout=60)
 
 
 def test_an_unreachable_dashboard_fails_at_the_deadline(tmp_path: Path) -> None:
@@ -53,15 +43,21 @@ def test_an_unreachable_dashboard_fails_at_the_deadline(tmp_path: Path) -> None:
     assert [m.verdict for m in parse_message(message)] == ["FAIL"]
 
 
-def test_the_verdict_names_the_driver_s_error_from_ray_s_message() -> None:
-    """When the driver ran on another node than the job agent that answers `/logs` (a worker
-    placed by entrypoint resources), the error is only in the log excerpt Ray puts in the
-    job's message: the verdict takes it from there."""
+def smoke_module() -> Any:
+    """gates/grpo_smoke.py as a module (it is a script the Job runs, not a package)."""
     spec = importlib.util.spec_from_file_location("grpo_smoke", GATES_DIR / SMOKE_SCRIPT)
     assert spec is not None
     assert spec.loader is not None
     smoke = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(smoke)
+    return smoke
+
+
+def test_the_verdict_names_the_driver_s_error_from_ray_s_message() -> None:
+    """When the driver ran on another node than the job agent that answers `/logs` (a worker
+    placed by entrypoint resources), the error is only in the log excerpt Ray puts in the
+    job's message: the verdict takes it from there."""
+    smoke = smoke_module()
     message = (
         "Job entrypoint command failed with exit code 1, last available logs (truncated to"
         " 20,000 chars):\nRunning entrypoint for job x: bash -c '...'\nTraceback (most recent"
@@ -72,4 +68,35 @@ def test_the_verdict_names_the_driver_s_error_from_ray_s_message() -> None:
     assert smoke.verdict_detail(message, logs) == (
         "Job entrypoint command failed with exit code 1: ValueError: Failed to merge the Job's"
         " runtime env {'env_vars': {...}}"
+    )
+
+
+def test_an_error_python_prints_after_the_driver_s_own_is_not_the_verdict() -> None:
+    """Seen under real Ray 2.55.1: after the driver's error, Ray's shutdown at exit can fail in an
+    atexit callback; Python prints that traceback last, and the verdict named it instead of the
+    driver's error. A run whose only traceback came after the fact still names it."""
+    smoke = smoke_module()
+    driver = (
+        "Traceback (most recent call last):\n"
+        '  File "run_grpo.py", line 236, in <module>\n'
+        "RuntimeError: 1 of 1 workers cannot train: a worker died before it reported\n"
+        "IndexError: list index out of range\n"
+    )
+    noise = (
+        "Exception ignored in atexit callback: <function shutdown at 0x7f0>\n"
+        "Traceback (most recent call last):\n"
+        '  File "ray/_private/worker.py", line 2030, in shutdown\n'
+        "RuntimeError: can't register atexit after shutdown\n"
+    )
+    head = "Job entrypoint command failed with exit code 1"
+    message = f"{head}, last available logs (truncated to 20,000 chars):\n"
+    assert smoke.verdict_detail(message + driver + noise, "") == (
+        f"{head}: IndexError: list index out of range"
+    )
+    thread = "Exception in thread Thread-3 (poll):\nTraceback (most recent call last):\n"
+    assert smoke.verdict_detail(message + driver + thread + "OSError: closed\n", "") == (
+        f"{head}: IndexError: list index out of range"
+    )
+    assert smoke.verdict_detail(message + noise, "") == (
+        f"{head}: RuntimeError: can't register atexit after shutdown"
     )

@@ -14,6 +14,8 @@ from components.volume_claim import bound_claim
 from planning.naming import Names
 
 LUSTRE_CSI_DRIVER = "lustre.csi.storage.gke.io"
+LUSTRE_MOUNT_ANNOTATION = "nemo-rl-gke/lustre-mount"
+"""On the Lustre claim: the instance's mount point (`<ip>@tcp:/<filesystem>`)."""
 PORT_RECOMMENDED = 988
 """LNet port of an instance without GKE support (needs nodes at 1.33.2-gke.4780000+)."""
 PORT_GKE_SUPPORT = 6988
@@ -217,6 +219,16 @@ class LustreVolume(pulumi.ComponentResource):
             storage_class=storage_class,
             size=size,
             parent=self,
+            # The mount the claim reaches, for whoever reads the claim - and so that a preview
+            # which replaces the instance has a claim with an unknown input. A throughput change
+            # renames the storage class, so the claim is replaced; with every input known, the
+            # Kubernetes provider (4.25.0) previews that replacement as a server dry-run of the
+            # same claim, which the API server refuses ("spec is immutable after creation": the
+            # provider renames only on "field is immutable") and the preview fails. A replaced
+            # instance's mount is unknown until it exists, and the provider skips the dry-run.
+            annotations={
+                LUSTRE_MOUNT_ANNOTATION: pulumi.Output.concat(args.ip, "@tcp:/", args.filesystem)
+            },
         )
         self.claim_name = pvc.metadata.name
         self.register_outputs({"claim_name": self.claim_name})

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -15,11 +18,15 @@ def bound_claim(
     storage_class: str,
     size: str,
     parent: pulumi.Resource,
+    annotations: Mapping[str, pulumi.Input[str]] | None = None,
 ) -> k8s.core.v1.PersistentVolumeClaim:
     """A RWX claim that binds to `pv` by name: no provisioner, no other volume can take it."""
+    metadata: dict[str, Any] = {"name": claim_name, "namespace": namespace}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
     return k8s.core.v1.PersistentVolumeClaim(
         name,
-        metadata={"name": claim_name, "namespace": namespace},
+        metadata=metadata,
         spec={
             "storage_class_name": storage_class,
             "access_modes": ["ReadWriteMany"],

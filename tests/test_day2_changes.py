@@ -87,7 +87,7 @@ def test_a_zone_change_recreates_lustre_the_rdma_network_and_the_gpu_pool(
     assert by_name["lustre-instance"].delete_before_replace
     assert by_name["lustre-instance"].why == ["location: us-central1-b -> us-central1-c"]
     assert "rdma-net is recreated and networkConfig names it" in by_name["gpu-pool"].why[0]
-    assert "lustre-volume-pv is recreated" in by_name["lustre-volume-pvc"].why[0]
+    assert "lustre-instance is recreated" in by_name["lustre-volume-pvc"].why[0]
     assert ops(report)["update"] == {"system-pool"}  # nodeLocations, in place
     assert [c.row.key for c in report.keys] == ["nemo-rl-gke:zone"]
 

@@ -31,6 +31,7 @@ from components.lustre import mount_ip
 from planning.naming import Names
 from preflight.engine import run_in_mocks
 from preflight.fake_cloud import FakeCloud
+from preflight.recorder import UNKNOWN_MASK
 from tests.harness import PROJECT, run_component
 
 NET = "projects/test-project/global/networks/nrl-net"
@@ -123,27 +124,29 @@ class OtherMountPoint(FakeCloud):
         return rid, outputs
 
 
-def test_lustre_pv_is_built_from_instance_outputs() -> None:
-    def build() -> Any:
-        provider = k8s.Provider("k8s", kubeconfig="{}")
-        lu = Lustre("lustre", lustre_args())
-        return LustreVolume(
-            "vol",
-            LustreVolumeArgs(
-                pv_name="nrl-lustre",
-                namespace="nemo-rl",
-                claim_name="lustre-data",
-                volume_handle=lu.volume_handle,
-                ip=lu.ip,
-                filesystem=lu.filesystem,
-                capacity_gib=18000,
-                throughput=500,
-            ),
-            opts=pulumi.ResourceOptions(providers=[provider]),
-        ).claim_name
+def lustre_volume() -> Any:
+    """A Lustre instance and its volume; the claim's name."""
+    provider = k8s.Provider("k8s", kubeconfig="{}")
+    lu = Lustre("lustre", lustre_args())
+    return LustreVolume(
+        "vol",
+        LustreVolumeArgs(
+            pv_name="nrl-lustre",
+            namespace="nemo-rl",
+            claim_name="lustre-data",
+            volume_handle=lu.volume_handle,
+            ip=lu.ip,
+            filesystem=lu.filesystem,
+            capacity_gib=18000,
+            throughput=500,
+        ),
+        opts=pulumi.ResourceOptions(providers=[provider]),
+    ).claim_name
 
+
+def test_lustre_pv_is_built_from_instance_outputs() -> None:
     records, claim = run_in_mocks(
-        build,
+        lustre_volume,
         project=PROJECT,
         stack="test",
         values={},
@@ -162,7 +165,11 @@ def test_lustre_pv_is_built_from_instance_outputs() -> None:
     assert pv["capacity"] == {"storage": "18000Gi"}
     assert pv["claimRef"] == {"namespace": "nemo-rl", "name": "lustre-data"}
     pvc = by_name["vol-pvc"].inputs
-    assert pvc["metadata"] == {"name": "lustre-data", "namespace": "nemo-rl"}
+    assert pvc["metadata"] == {
+        "name": "lustre-data",
+        "namespace": "nemo-rl",
+        "annotations": {"nemo-rl-gke/lustre-mount": "10.9.8.7@tcp:/other"},
+    }
     assert pvc["spec"]["volumeName"] == "nrl-lustre"
     assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
     assert pvc["spec"]["storageClassName"] == pv["storageClassName"]
@@ -284,3 +291,24 @@ def test_workload_identity_principal_and_roles() -> None:
         "name": "generic-ksa",
         "namespace": "nemo-rl",
     }
+
+
+def test_the_claim_of_an_instance_not_yet_created_has_an_unknown_input() -> None:
+    """Previewed with the instance to be created (or replaced), the claim's mount annotation is
+    unknown: the Kubernetes provider then plans the claim without a server dry-run. With every
+    input known, a throughput change (a new storage class: the claim is replaced) made it
+    dry-run the same claim, which the API server refused (seen on the engine test bed's b200
+    stack: "spec is immutable after creation"), and the preview failed."""
+    records, _ = run_in_mocks(
+        lustre_volume,
+        project=PROJECT,
+        stack="test",
+        values={},
+        secret_keys=[],
+        fake=FakeCloud("test-project", "us-central1", "us-central1-b", preview=True),
+        preview=True,
+    )
+    by_name = {r.name: r for r in records}
+    claim = by_name["vol-pvc"].inputs
+    assert claim["metadata"]["annotations"] == {"nemo-rl-gke/lustre-mount": UNKNOWN_MASK}
+    assert claim["spec"]["storageClassName"] == "lustre-rwx-500mbps-per-tib"  # known

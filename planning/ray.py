@@ -369,6 +369,29 @@ def token_refresh() -> str:
     )
 
 
+TOKEN_WAIT_SECONDS = 180
+"""How long the driver waits for a token it needs to appear in the Secret's files. The kubelet
+rewrites a mounted Secret's files on its sync loop, about a minute (sync period plus cache TTL)
+after the Secret changed: a token set in the same `pulumi up` that starts the job is not there
+yet when the job starts on pods that were already running."""
+
+
+def token_wait(run: GrpoRun) -> list[str]:
+    """One step per token the run cannot do without (HF_TOKEN for a gated model, WANDB_API_KEY
+    with W&B on): wait up to TOKEN_WAIT_SECONDS for its file, then fail naming it."""
+    needed = [
+        key
+        for key, on in (("HF_TOKEN", model_is_gated(run.model)), ("WANDB_API_KEY", run.wandb))
+        if on
+    ]
+    tries = TOKEN_WAIT_SECONDS // 2
+    return [
+        f'for _ in {{1..{tries}}}; do [ -s "{TOKENS_DIR}/{key}" ] && break; sleep 2; done;'
+        f' [ -s "{TOKENS_DIR}/{key}" ]'
+        for key in needed
+    ]
+
+
 def model_download(model: str) -> str:
     """Put the policy model into the Hugging Face cache on /data once, before NeMo RL starts:
     otherwise every training and generation worker (16 on two B200 nodes) asks the Hub for the
@@ -387,6 +410,7 @@ def grpo_script_text(run: GrpoRun) -> str:
     steps = fail_fast(
         [
             f"unset {' '.join(DRIVER_CLEAN_ENV)}",
+            *token_wait(run),
             token_refresh(),
             *setup,
             f"mkdir -p {shlex.quote(run.log_dir)}",

@@ -21,13 +21,21 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from components.ray_workload import SECRET_ENV
-from planning.ray import GIB_ENV_SCRIPT, GIB_RESOURCE, NUMA_AFFINITY_FILE, TOKEN_ENV, TOKENS_DIR
+from planning.ray import (
+    GIB_ENV_SCRIPT,
+    GIB_RESOURCE,
+    NUMA_AFFINITY_FILE,
+    TOKEN_ENV,
+    TOKEN_WAIT_SECONDS,
+    TOKENS_DIR,
+)
 from tests.harness import by_name, run_stack, variant
 
 IMAGE_LD_LIBRARY_PATH = (
@@ -192,6 +200,8 @@ def test_the_driver_puts_the_model_into_the_shared_cache_before_training(
     _, container = worker_of(b200_job)
     job = by_name(b200_job)["ray-job"].inputs["spec"]
     (_, _, script) = shlex.split(job["entrypoint"])
+    (tmp_path / "tokens").mkdir()
+    (tmp_path / "tokens" / "HF_TOKEN").write_text("hf_from_the_secret")
     proc, _, calls = bash(script, job_driver_env(pod_env(container)), tmp_path, "driver")
     assert proc.returncode == 0, proc.stderr
     download, train = calls
@@ -223,6 +233,35 @@ def test_the_driver_takes_the_tokens_from_the_secret_s_files(b200_job: Any, tmp_
     assert driver["HF_TOKEN"] == "hf_set_later"  # noqa: S105 - a test value
     assert "WANDB_API_KEY" not in driver  # no file, no variable
     assert "hf_set_later" not in script
+
+
+def test_the_driver_waits_for_a_token_the_kubelet_has_not_written_yet(
+    b200_job: Any, tmp_path: Path
+) -> None:
+    """The kubelet rewrites a mounted Secret's files about a minute after the Secret changed: a
+    token set in the `pulumi up` that starts the job reaches running pods after the job started
+    (seen on the engine test bed: the gated model's download refused without HF_TOKEN). The
+    driver waits for a token its run needs, and names it when it never comes."""
+    _, container = worker_of(b200_job)
+    (_, _, script) = shlex.split(by_name(b200_job)["ray-job"].inputs["spec"]["entrypoint"])
+    assert f"{{1..{TOKEN_WAIT_SECONDS // 2}}}" in script
+    tokens = tmp_path / "tokens"
+    tokens.mkdir()
+    later = threading.Timer(3, lambda: (tokens / "HF_TOKEN").write_text("hf_written_late"))
+    later.start()
+    proc, driver, calls = bash(script, job_driver_env(pod_env(container)), tmp_path, "driver")
+    later.join()
+    assert proc.returncode == 0, proc.stderr
+    assert driver["HF_TOKEN"] == "hf_written_late"  # noqa: S105 - a test value
+    assert calls[0].startswith("run hf download meta-llama/")
+    # Never written: the run stops before the download, naming the file (a 2 s wait here).
+    (tokens / "HF_TOKEN").unlink()
+    quick = script.replace(f"{{1..{TOKEN_WAIT_SECONDS // 2}}}", "{1..1}")
+    proc, _, calls = bash(quick, job_driver_env(pod_env(container)), tmp_path, "never")
+    assert proc.returncode != 0
+    assert "nemo-rl-gke: setup step failed: " in proc.stderr
+    assert f'[ -s "{tokens}/HF_TOKEN" ]' in proc.stderr
+    assert calls == []
 
 
 TOPO = """\

@@ -192,8 +192,10 @@ class KueueHost:
         deployment = self._deployment()
         if deployment is None:
             if self.deployment is not None or self.processes.alive(PROCESS):
-                self.say("Kueue's controller Deployment is gone: stopping the controller")
+                # Said once the controller is down: the teardown test reads this line as
+                # "the controller went with its Deployment" (stopping may take seconds).
                 self.stop()
+                self.say("Kueue's controller Deployment is gone: its controller is stopped")
             return
         key = (
             deployment["metadata"]["namespace"],

@@ -1074,8 +1074,15 @@ def test_the_readme_teardown_leaves_no_kubernetes_object_and_no_state(b200: str)
         )
 
     wait_until("the API server to hold no object of the stack", gone)
-    # The destroy did not hang on Kueue's finalizers, and its controller went with its pod.
-    assert "Kueue's controller Deployment is gone" in (ROOT / "logs" / "agent.log").read_text()
+    # The destroy did not hang on Kueue's finalizers, and its controller went with its pod (the
+    # agent's loop sees the Deployment gone a pass after the API server does).
+    wait_until(
+        "the agent to stop Kueue's controller",
+        lambda: (
+            "Kueue's controller Deployment is gone" in (ROOT / "logs" / "agent.log").read_text()
+        ),
+        timeout=60,
+    )
     assert not Processes(ROOT).alive("kueue")
     assert not (STATE / ".pulumi" / "stacks" / "nemo-rl-gke" / "b200.json").exists()
 

@@ -1,4 +1,4 @@
-"""The test bed's part for Kueue's controller pod: what it rewrites, and nothing else."""
+"""The test bed's part for Kueue's controller pod: what it rewrites, and when it stops it."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import yaml
 from planning.catalog import profile
 from planning.kueue import manager_config
 from testbed.kueue_host import (
+    PROCESS,
+    KueueHost,
     Listeners,
     exclude_controller_from_kwok,
     host_configuration,
@@ -19,6 +21,7 @@ from testbed.kueue_host import (
 )
 from testbed.node_topology import topology_labels
 from testbed.pki import ensure_webhook_certs
+from testbed.processes import Processes
 
 
 def test_service_webhooks_are_pointed_at_the_host_with_their_paths() -> None:
@@ -117,3 +120,26 @@ def test_webhook_certificates_are_what_kueues_rotator_keeps(tmp_path: Path) -> N
     assert "DNS:kueue-ca" in ca
     again = ensure_webhook_certs(tmp_path, "kueue-ca", ["x"])
     assert again == certs  # made once, reused
+
+
+def test_the_controller_is_said_to_be_gone_only_once_it_is_stopped(tmp_path: Path) -> None:
+    """The teardown test takes the agent's line as proof the controller went with its
+    Deployment: the line must come after the process is down, not before it is signalled."""
+    processes = Processes(tmp_path)
+    processes.start(PROCESS, ["/bin/sleep", "60"])
+    said: list[tuple[str, bool]] = []
+
+    def no_deployment(*_args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess([], 0, stdout='{"items": []}', stderr="")
+
+    host = KueueHost(
+        tmp_path, "/bin/sleep", "https://127.0.0.1:1", tmp_path / "ca.crt", no_deployment,
+        lambda message: said.append((message, processes.alive(PROCESS))),
+    )  # fmt: skip
+    try:
+        host.step(0.0)
+    finally:
+        processes.stop(PROCESS)
+    (gone,) = [alive for message, alive in said if "Deployment is gone" in message]
+    assert gone is False, said
+    assert not processes.alive(PROCESS)

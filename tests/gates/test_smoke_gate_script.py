@@ -1,7 +1,8 @@
 """gates/grpo_smoke.py as the pod runs it (its environment from planning.verify.smoke_env).
 
-Its runs against a real Ray head are in tests/engine/test_driver_under_ray.py; here, what it does
-when no Ray answers. Its verdict is read with `make verify`'s parser.
+Its runs against a real Ray head are in tests/test_rendered_driver_under_ray.py (passing) and
+tests/engine/test_driver_under_ray.py (failing); here, what it does when no Ray answers. Its verdict
+is read with `make verify`'s parser.
 """
 
 from __future__ import annotations

@@ -1,0 +1,137 @@
+"""One real Ray 2.55.1 node shaped like a b200 worker pod, and the smoke gate run against it.
+
+The node is started by the worker container's own setup as the rendered stack has it (the
+stand-in gIB folder, the driver folder, the claim on /data; testbed.node_fs) followed by the
+`ray start` KubeRay would append, on its own loopback address and ports. The smoke gate's script
+(gates/grpo_smoke.py) runs with the environment of the rendered smoke Job and submits to that
+head's real job API, exactly as the gate does in a cluster. Used by the fast check in `make test`
+(tests/test_rendered_driver_under_ray.py) and by the engine suite's failure cases
+(tests/engine/test_driver_under_ray.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from planning.ray import GATED_MODEL_ORGS
+from testbed.node_fs import (
+    NodeFolders,
+    container_environment,
+    install_node_folders,
+    nemo_rl_configs,
+    pod_fs,
+    register_node,
+)
+from testbed.ray_node import (
+    NodeAddress,
+    allocate,
+    kuberay_ray_start,
+    localize_ray_start,
+    start_process,
+)
+from tests.gates.harness import run_smoke_script
+from tests.harness import by_name, run_stack, variant
+
+needs_nemo_rl_configs = pytest.mark.skipif(
+    not nemo_rl_configs().exists() and os.environ.get("NEMO_RL_GKE_REQUIRE_SHARED") != "1",
+    reason=f"NeMo RL v0.7.0 configs not found at {nemo_rl_configs()} (set NEMO_RL_GKE_SHARED)",
+)
+"""The NeMo RL stand-in loads the shared v0.7.0 configs: without them there is nothing to run."""
+
+CLEAN_ENV = "unset CUDA_VISIBLE_DEVICES RAY_worker_niceness && "
+"""How the rendered driver script starts: the environment Ray gives a placed driver, removed."""
+
+
+def render_b200_smoke(tmp: Path) -> Any:
+    """The b200 stack rendered under mocks with the RayJob and the GRPO smoke gate on."""
+    config = variant(
+        "b200",
+        {
+            "nemo-rl-gke:ray": {"job": {"enabled": True}},
+            "nemo-rl-gke:verify": {"grpoSmoke": {"enabled": True}},
+            "nemo-rl-gke:hfToken": {"secure": "v1:x"},
+        },
+    )
+    return run_stack("b200", tmp, config)
+
+
+@contextmanager
+def one_ray_node(b200_smoke: Any, ip: str) -> Iterator[tuple[str, Path]]:
+    """A Ray head shaped like a b200 worker pod on loopback `ip`: its dashboard's URL and the
+    claim's folder. Its processes are one process group, ended by id."""
+    records = by_name(b200_smoke)
+    group = records["ray-cluster"].inputs["spec"]["workerGroupSpecs"][0]
+    template = group["template"]
+    (container,) = template["spec"]["containers"]
+    pod = {"metadata": {"name": "b200-worker", "namespace": "nemo-rl"}, "spec": template["spec"]}
+    # Short: Ray's socket paths live under the pod's /tmp (at most 107 characters).
+    root = Path(tempfile.mkdtemp(prefix="nrg-", dir="/tmp"))
+    folders = NodeFolders(root / "n")
+    install_node_folders(folders, GATED_MODEL_ORGS)
+    fs = pod_fs(root / "p", pod, container, folders)
+    address: NodeAddress = allocate(ip, head=True, index=0)
+    (args,) = container["args"]
+    script, _ = localize_ray_start(
+        f"{args} && {kuberay_ray_start(group, container, head=True)}",
+        address,
+        fs.map_text("/tmp/ray"),
+    )
+    env = container_environment(pod, container, fs, folders, secret=lambda *_: "hf_fake_not_real")
+    register_node(folders.root / "nodes", address.ip, {"pod": "b200-worker", "rdma": True,
+                                                        "tmp": str(fs.mounts["/tmp"])})  # fmt: skip
+    log = fs.root / "container.log"
+    proc = start_process(["/bin/bash", "-c", "--", fs.map_text(script)], env, folders.nemo_rl, log)
+    url = f"http://127.0.0.1:{address.host_port(8265)}"
+    try:
+        from ray.job_submission import JobSubmissionClient  # imports Ray: only where it runs
+
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, "the Ray node never answered"
+            try:
+                JobSubmissionClient(url)
+                break
+            except Exception:
+                time.sleep(1)
+        yield url, fs.mounts["/data"]
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except Exception:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def smoke_env_of(result: Any) -> dict[str, str]:
+    """The smoke gate container's environment (its plain values) in the rendered Job."""
+    (container,) = by_name(result)["ray-smoke-job"].inputs["spec"]["template"]["spec"]["containers"]
+    return {e["name"]: e["value"] for e in container["env"] if "value" in e}
+
+
+def run_gate(
+    url: str, result: Any, tmp: Path, **overrides: str
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    """gates/grpo_smoke.py against the Ray head at `url`: how it ended, its termination message."""
+    env = {
+        **smoke_env_of(result),
+        "POD_NAMESPACE": "nemo-rl",
+        "GATE_RUN_ID": "6f1d2c3b-4a5e-uid",
+        "RAY_DASHBOARD": url,
+        "POLL_SECONDS": "0.5",
+        **overrides,
+    }
+    return run_smoke_script(env, tmp, timeout=240)

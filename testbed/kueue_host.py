@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from testbed.host_ports import free_port
 from testbed.pki import ensure_webhook_certs
 from testbed.processes import Processes
 
@@ -53,12 +53,6 @@ REWIRE_EVERY = 5.0
 writes the chart's Service back)."""
 
 Kubectl = Callable[..., Any]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _now() -> str:
@@ -248,7 +242,7 @@ class KueueHost:
         chart_config = json.loads(proc.stdout)["data"]["controller_manager_config.yaml"]
         self.root.mkdir(parents=True, exist_ok=True)
         cert_dir = self.root / "serving-certs"
-        self.listeners = Listeners(_free_port(), _free_port(), _free_port())
+        self.listeners = Listeners(free_port(), free_port(), free_port())
         config, changes = host_configuration(chart_config, namespace, self.listeners, cert_dir)
         internal = config.get("internalCertManagement") or {}
         service = internal.get("webhookServiceName", f"{fullname}-webhook-service")

@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from planning.cidrs import DEFAULT_MAX_PODS_PER_NODE
 from planning.kube import ACCELERATOR_LABEL, GKE_AUTH_PLUGIN, GPU_TAINT_KEY
 from planning.verify import GATE_LABEL
 from testbed.cluster_pieces import build_all
+from testbed.host_ports import free_port
 from testbed.kueue_host import exclude_controller_from_kwok
 from testbed.node_topology import topology_labels
 from testbed.pki import Pki, ensure_pki, write_trust_bundle
@@ -80,12 +80,6 @@ def kueue_chart() -> Path:
     from planning.versions import VERSIONS
 
     return shared_dir() / "charts" / f"kueue-{VERSIONS.kueue_chart.value}"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -318,7 +312,7 @@ def _start(processes: Processes) -> Cluster:
             print(f"  {line}", flush=True)
     bins = {name: str(folder / name) for folder in build_all().values() for name in _names(folder)}
     pki = ensure_pki(ROOT / "pki")
-    etcd_port, peer_port, api_port = _free_port(), _free_port(), _free_port()
+    etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
     data = ROOT / "etcd-data"
     shutil.rmtree(data, ignore_errors=True)
     processes.start("etcd", [

@@ -8,7 +8,7 @@ command KubeRay generated, logged with the pod:
 
 - `--node-ip-address=<pod IP>` (Ray would otherwise pick the host's address);
 - each port flag KubeRay wrote, and each port Ray would take by default, pointed at a free host
-  port outside the kernel's ephemeral range (FIXED_PORTS; kept in the pod's port map, which
+  port outside the kernel's ephemeral range (testbed.host_ports; kept in the pod's port map, which
   the cluster network stand-in and the readiness probe use: container port -> host port);
 - a worker port range of its own (Ray's workers of every node would otherwise draw from the same
   10002-19999);
@@ -22,13 +22,13 @@ command KubeRay generated, logged with the pod:
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from testbed.host_ports import free_port
 
 PORTS = {
     "port": 6379,
@@ -45,43 +45,6 @@ OBJECT_STORE_BYTES = 200 * 2**20
 """The test bed's object store per node (Ray's minimum is 75 MiB; the runs here store little)."""
 WORKER_PORT_BASE = 20000
 """Worker port blocks start here and stay below Linux's ephemeral range (32768-60999 by default)."""
-
-
-FIXED_PORTS = (12000, 20000)
-"""Host ports for the ports KubeRay names: below the worker port blocks and, like them, outside
-the kernel's ephemeral range. A port the kernel hands out (`bind(0)`) is free only until the
-next outgoing connection of any process here takes it as its local port; Ray binds a node's
-ports seconds after they were chosen, while dozens of Ray processes open connections."""
-_next_fixed = [FIXED_PORTS[0] + os.getpid() * 97 % (FIXED_PORTS[1] - FIXED_PORTS[0])]
-"""Where this process looks next: a start of its own (the agent and a test may allocate at once)."""
-
-
-def ephemeral_ports(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> range:
-    """The ports the kernel gives outgoing connections (Linux's default when unreadable)."""
-    try:
-        low, high = (int(v) for v in path.read_text().split())
-    except (OSError, ValueError):
-        low, high = 32768, 60999
-    return range(low, high + 1)
-
-
-def free_port() -> int:
-    """A port nothing listens on, on any address (some Ray servers bind 0.0.0.0), taken in turn
-    from FIXED_PORTS, never from the kernel's ephemeral range."""
-    low, high = FIXED_PORTS
-    avoid = ephemeral_ports()
-    for _ in range(high - low):
-        port = _next_fixed[0]
-        _next_fixed[0] = low + (port + 1 - low) % (high - low)
-        if port in avoid:
-            continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("", port))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError(f"no free port in {low}-{high - 1} for a Ray node of the test bed")
 
 
 @dataclass

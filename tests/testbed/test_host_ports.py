@@ -1,14 +1,16 @@
-"""The test bed's Ray nodes take host ports the kernel never gives an outgoing connection."""
+"""The test bed's servers take host ports the kernel never gives an outgoing connection."""
 
 from __future__ import annotations
 
+import re
 import socket
 from pathlib import Path
 
 import pytest
 
-from testbed import ray_node
-from testbed.ray_node import FIXED_PORTS, WORKER_PORT_BASE, allocate, ephemeral_ports, free_port
+from testbed import host_ports
+from testbed.host_ports import FIXED_PORTS, ephemeral_ports, free_port
+from testbed.ray_node import WORKER_PORT_BASE, allocate
 
 
 def test_ports_are_distinct_and_outside_the_kernel_s_ephemeral_range() -> None:
@@ -29,11 +31,11 @@ def test_ports_are_distinct_and_outside_the_kernel_s_ephemeral_range() -> None:
 def test_a_port_something_listens_on_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
     with socket.socket() as busy:
         busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        monkeypatch.setattr(ray_node, "_next_fixed", [13000])
+        monkeypatch.setattr(host_ports, "_next_fixed", [13000])
         start = free_port()
         busy.bind(("127.0.0.1", start))
         busy.listen()
-        monkeypatch.setattr(ray_node, "_next_fixed", [start])
+        monkeypatch.setattr(host_ports, "_next_fixed", [start])
         assert free_port() == start + 1
 
 
@@ -49,6 +51,19 @@ def test_a_range_the_kernel_widened_over_ours_is_avoided(
 ) -> None:
     wide = tmp_path / "ip_local_port_range"
     wide.write_text("16000 60999\n")
-    monkeypatch.setattr(ray_node, "ephemeral_ports", lambda: ephemeral_ports(wide))
-    monkeypatch.setattr(ray_node, "_next_fixed", [15998])
+    monkeypatch.setattr(host_ports, "ephemeral_ports", lambda: ephemeral_ports(wide))
+    monkeypatch.setattr(host_ports, "_next_fixed", [15998])
     assert [free_port() for _ in range(3)] == [15998, 15999, 12000]
+
+
+def test_no_server_of_the_test_bed_asks_the_kernel_for_a_port() -> None:
+    """etcd, the API server and Kueue's listeners had their ports from `bind(0)`: the same race
+    the Ray nodes had. Every port the test bed hands a server comes from free_port."""
+    testbed = Path(host_ports.__file__).parent
+    asking = [
+        f"{path.name}:{number}"
+        for path in sorted(testbed.glob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"\.bind\(\([^)]*,\s*0\)\)", line)
+    ]
+    assert asking == []

@@ -13,6 +13,8 @@ has nothing to compare with and goes on.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pulumi
@@ -57,11 +59,39 @@ def replacement_values(cfg: StackConfig) -> dict[str, Any]:
     }
 
 
+CHECKPOINT_READ_TRIES = 6
+"""How often the guard reads its stack's last outputs when the backend's read fails midway.
+The engine writes this stack's checkpoint while the program starts, and the file backend
+(gocloud's fileblob) rewrites the checkpoint's `.attrs` file in place: a read at that moment
+fails with "failed to load checkpoint: EOF" (seen in the engine tests). A moment later it reads."""
+
+
+def read_with_retries(
+    read: Callable[[], Any], tries: int = CHECKPOINT_READ_TRIES, pause: float = 0.5
+) -> Any:
+    """`read()`, again after a pause when the backend was caught writing the checkpoint; any
+    other error, or the same one `tries` times, ends the program (the guard fails closed)."""
+    for attempt in range(1, tries + 1):
+        try:
+            return read()
+        except Exception as error:
+            if "failed to load checkpoint" not in str(error):
+                raise
+            last = error
+        if attempt < tries:
+            time.sleep(pause * attempt)
+    raise pulumi.RunError(
+        f"could not read this stack's last outputs from the backend {tries} times ({last});"
+        " the replacement guard cannot judge the change: run it again"
+    ) from last
+
+
 def previous_outputs(stack: str) -> dict[str, Any]:
     """This stack's outputs as its last deployment left them (empty before the first)."""
     name = f"{pulumi.get_organization()}/{pulumi.get_project()}/{stack}"
     # An invoke blocks until answered, so nothing is registered before the check below.
-    value = pulumi.runtime.invoke(READ_STACK_OUTPUTS, {"name": name}).value or {}
+    answer = read_with_retries(lambda: pulumi.runtime.invoke(READ_STACK_OUTPUTS, {"name": name}))
+    value = answer.value or {}
     outputs = value.get("outputs") if isinstance(value, dict) else None
     return dict(outputs) if isinstance(outputs, dict) else {}
 

@@ -376,19 +376,24 @@ after the Secret changed: a token set in the same `pulumi up` that starts the jo
 yet when the job starts on pods that were already running."""
 
 
-def token_wait(run: GrpoRun) -> list[str]:
-    """One step per token the run cannot do without (HF_TOKEN for a gated model, WANDB_API_KEY
-    with W&B on): wait up to TOKEN_WAIT_SECONDS for its file, then fail naming it."""
-    needed = [
+def tokens_needed(run: GrpoRun) -> list[str]:
+    """The tokens (TOKEN_ENV names) the run cannot do without: HF_TOKEN for a gated model,
+    WANDB_API_KEY with W&B on. The stack config requires their keys; the driver waits for them."""
+    return [
         key
         for key, on in (("HF_TOKEN", model_is_gated(run.model)), ("WANDB_API_KEY", run.wandb))
         if on
     ]
+
+
+def token_wait(run: GrpoRun) -> list[str]:
+    """One step per token the run needs: wait up to TOKEN_WAIT_SECONDS for its file, then fail
+    naming it."""
     tries = TOKEN_WAIT_SECONDS // 2
     return [
         f'for _ in {{1..{tries}}}; do [ -s "{TOKENS_DIR}/{key}" ] && break; sleep 2; done;'
         f' [ -s "{TOKENS_DIR}/{key}" ]'
-        for key in needed
+        for key in tokens_needed(run)
     ]
 
 

@@ -18,7 +18,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from planning.naming import PROJECT, default_base_name
-from planning.ray import model_is_gated
+from planning.ray import tokens_needed
 from stack_config.errors import ConfigProblem, InvalidStackConfig, show
 from stack_config.labels import label_count_problems
 from stack_config.namespaces import namespace_problems
@@ -65,7 +65,8 @@ def _check_secrets(cfg: StackConfig, present: Mapping[str, bool], stack: str) ->
     if not job.enabled:
         return
     run = cfg.grpo_run
-    if model_is_gated(run.model) and not present["hfToken"]:
+    needed = tokens_needed(run)
+    if "HF_TOKEN" in needed and not present["hfToken"]:
         raise InvalidStackConfig(
             f"{PROJECT}:hfToken",
             f"required because ray.job.enabled is true and {run.model} is a gated Hugging Face"
@@ -73,7 +74,7 @@ def _check_secrets(cfg: StackConfig, present: Mapping[str, bool], stack: str) ->
             f"accept the model's licence, then pulumi config set --secret {PROJECT}:hfToken"
             f" hf_... -s {stack} (or choose an open model in ray.job.model)",
         )
-    if job.wandb and not present["wandbApiKey"]:
+    if "WANDB_API_KEY" in needed and not present["wandbApiKey"]:
         raise InvalidStackConfig(
             f"{PROJECT}:wandbApiKey",
             "required because ray.job.wandb is true",

@@ -116,6 +116,28 @@ def one_ray_node(b200_smoke: Any, ip: str) -> Iterator[tuple[str, Path]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def b200_smoke_fixture() -> Any:
+    """A module's `b200_smoke` fixture: the rendered b200 stack of render_b200_smoke."""
+
+    @pytest.fixture(scope="module")
+    def b200_smoke(tmp_path_factory: pytest.TempPathFactory) -> Any:
+        return render_b200_smoke(tmp_path_factory.mktemp("b200-smoke"))
+
+    return b200_smoke
+
+
+def ray_node_fixture(ip: str) -> Any:
+    """A module's `ray_node` fixture: one_ray_node of its `b200_smoke` on loopback `ip` (each
+    module its own address: `make ray-test` runs two such modules in one session)."""
+
+    @pytest.fixture(scope="module")
+    def ray_node(b200_smoke: Any) -> Iterator[tuple[str, Path]]:
+        with one_ray_node(b200_smoke, ip) as node:
+            yield node
+
+    return ray_node
+
+
 def smoke_env_of(result: Any) -> dict[str, str]:
     """The smoke gate container's environment (its plain values) in the rendered Job."""
     (container,) = by_name(result)["ray-smoke-job"].inputs["spec"]["template"]["spec"]["containers"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +20,9 @@ from ray.job_submission import JobStatus, JobSubmissionClient
 
 from tests.ray_one_node import (
     CLEAN_ENV,
+    b200_smoke_fixture,
     needs_nemo_rl_configs,
-    one_ray_node,
-    render_b200_smoke,
+    ray_node_fixture,
     run_gate,
     smoke_env_of,
 )
@@ -31,15 +30,8 @@ from tests.ray_one_node import (
 pytestmark = needs_nemo_rl_configs
 
 
-@pytest.fixture(scope="module")
-def b200_smoke(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    return render_b200_smoke(tmp_path_factory.mktemp("b200-smoke"))
-
-
-@pytest.fixture(scope="module")
-def ray_node(b200_smoke: Any) -> Iterator[tuple[str, Path]]:
-    with one_ray_node(b200_smoke, "127.102.0.1") as node:
-        yield node
+b200_smoke = b200_smoke_fixture()
+ray_node = ray_node_fixture("127.102.0.1")
 
 
 @pytest.mark.parametrize(

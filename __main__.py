@@ -7,14 +7,14 @@ import pulumi
 from planning.naming import base_labels
 from planning.ray import submit_command
 from program.apis import build_apis
-from program.gke import build_gke
+from program.cluster import build_gke
 from program.guard import REPLACEMENT_EXPORT, stop_surprise_replacements
-from program.networks import build_networks
-from program.queueing import build_job_queue, build_kueue
-from program.ray_platform import build_ray
+from program.network import build_networks
+from program.queue import build_job_queue, build_kueue
+from program.ray import build_ray
 from program.reservation import check_reservation
 from program.storage import build_cloud_storage, build_volumes
-from program.verification import build_verification
+from program.verify import build_verification
 from stack_config import load_stack_config
 from stack_config.pulumi_source import current_config_values, current_secret_keys, secret_outputs
 

@@ -1,14 +1,24 @@
 """Pulumi components. Each takes a typed args object and reads no config."""
 
-from components.bucket import BucketVolume, BucketVolumeArgs, TrainingBucket, TrainingBucketArgs
-from components.gke_cluster import AuthorizedCidr, GkeCluster, GkeClusterArgs, MaintenancePlan
-from components.gpu_networking import GpuNetworking, GpuNetworkingArgs
-from components.gvnic_network import GvnicNetwork, GvnicNetworkArgs
-from components.lustre import Lustre, LustreArgs, LustreVolume, LustreVolumeArgs
-from components.node_pools import GpuNodePool, GpuNodePoolArgs, SystemNodePool, SystemNodePoolArgs
-from components.primary_network import PrimaryNetwork, PrimaryNetworkArgs
-from components.rdma_network import RdmaNetwork, RdmaNetworkArgs
-from components.workload_identity import WorkloadIdentity, WorkloadIdentityArgs
+from components.cluster import AuthorizedCidr, GkeCluster, GkeClusterArgs, MaintenancePlan
+from components.gpu_pool.node_pools import (
+    GpuNodePool,
+    GpuNodePoolArgs,
+    SystemNodePool,
+    SystemNodePoolArgs,
+)
+from components.network.gvnic import GvnicNetwork, GvnicNetworkArgs
+from components.network.in_cluster import GpuNetworking, GpuNetworkingArgs
+from components.network.primary import PrimaryNetwork, PrimaryNetworkArgs
+from components.network.rdma import RdmaNetwork, RdmaNetworkArgs
+from components.ray.identity import WorkloadIdentity, WorkloadIdentityArgs
+from components.storage.bucket import (
+    BucketVolume,
+    BucketVolumeArgs,
+    TrainingBucket,
+    TrainingBucketArgs,
+)
+from components.storage.lustre import Lustre, LustreArgs, LustreVolume, LustreVolumeArgs
 
 __all__ = [
     "AuthorizedCidr",

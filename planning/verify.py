@@ -1,7 +1,7 @@
 """Pure planning of the acceptance gates: which gates a stack runs, their thresholds, and names.
 
 A gate is a Kubernetes Job that `pulumi up` waits for. Its pods run one of the scripts in
-`gates/` (POSIX sh + awk, mounted from a ConfigMap; the GRPO smoke's is Python, standard
+`verify/gates/` (POSIX sh + awk, mounted from a ConfigMap; the GRPO smoke's is Python, standard
 library only, and runs after the RayCluster instead of before it) and end with a verdict
 line in their termination message. The thresholds are derived here, with their sources, so
 preflight can print them and tests can check them without a cluster.
@@ -22,7 +22,7 @@ from typing import Final, Literal
 
 from planning.ray import GIB_RESOURCE, GrpoRun, grpo_entrypoint
 
-GATES_DIR = Path(__file__).resolve().parents[1] / "gates"
+GATES_DIR = Path(__file__).resolve().parents[1] / "verify" / "gates"
 """The gate scripts shipped to the cluster (ConfigMap data)."""
 GATE_MOUNT = "/gates"
 GATE_LABEL: Final = "nemo-rl-gke/gate"
@@ -105,7 +105,7 @@ class GatePlan:
     interpreter: str
     """`/bin/bash` where the workers' setup is sourced; `/bin/sh` elsewhere."""
     script: str
-    """File name under gates/."""
+    """File name under verify/gates/."""
     env: Mapping[str, str]
     timeout_seconds: int
     gpus: int
@@ -176,7 +176,7 @@ class VerifyInputs:
 
 
 def gate_scripts() -> dict[str, str]:
-    """ConfigMap data: every script under gates/, by file name."""
+    """ConfigMap data: every script under verify/gates/, by file name."""
     return {p.name: p.read_text(encoding="utf-8") for p in sorted(GATES_DIR.glob("*.sh"))}
 
 
@@ -446,7 +446,7 @@ def smoke_run(job_run: GrpoRun, steps: int) -> GrpoRun:
 
 
 def smoke_script() -> str:
-    """gates/grpo_smoke.py (ConfigMap data of the smoke gate)."""
+    """verify/gates/grpo_smoke.py (ConfigMap data of the smoke gate)."""
     return (GATES_DIR / SMOKE_SCRIPT).read_text(encoding="utf-8")
 
 

@@ -20,14 +20,14 @@ from policies.firewall import (
     gke_authorized_networks,
     no_world_ingress,
 )
-from policies.gpu_topology import (
+from policies.gpu_pool import (
     compact_placement_single_zone,
     gpu_capacity_sold,
     gpu_machine_accelerator,
     gpu_pool_nics,
     rdma_network_profile,
 )
-from policies.queueing import gpu_workloads_queued, queue_gpu_quota
+from policies.job_queue import gpu_workloads_queued, queue_gpu_quota
 from policies.quota import gpu_quota, gpu_reservation_size, lustre_capacity_quota
 from policies.security import (
     gke_cluster_hardening,

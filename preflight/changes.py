@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from planning.replacements import Change, changes, refusals
-from preflight.bridge_diff import UNKNOWN_VALUES, InputDiff, diff_inputs, top_level
-from preflight.engine import ProgramRun
-from preflight.gcp_force_new import FACTS
-from preflight.kubernetes_force_new import kubernetes_facts
-from preflight.stackfiles import StackFileError
+from preflight.mock_run import ProgramRun
 from program.guard import REPLACEMENT_EXPORT
+from pulumi_offline.bridge_diff import UNKNOWN_VALUES, InputDiff, diff_inputs, top_level
+from pulumi_offline.gcp_force_new import FACTS
+from pulumi_offline.kubernetes_force_new import kubernetes_facts
+from pulumi_offline.stackfiles import StackFileError
 
 UNKNOWN = next(iter(sorted(UNKNOWN_VALUES)))
 

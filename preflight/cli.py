@@ -17,8 +17,7 @@ from typing import Any, TextIO
 
 from planning.naming import PROJECT
 from preflight import changes
-from preflight.engine import ProgramError, ProgramRun, run_program
-from preflight.fake_reservations import CloudFixtures, FixtureError, assumed_for, load_fixtures
+from preflight.mock_run import ProgramError, ProgramRun, run_program
 from preflight.policy_runner import (
     PolicyConfigError,
     PolicyInfo,
@@ -35,7 +34,8 @@ from preflight.report import (
     summarize,
     to_json,
 )
-from preflight.stackfiles import (
+from pulumi_offline.fake_reservations import CloudFixtures, FixtureError, assumed_for, load_fixtures
+from pulumi_offline.stackfiles import (
     StackConfigValues,
     StackFileError,
     read_project,
@@ -105,7 +105,7 @@ def preflight(
     `previous_outputs` are what the stack's last deployment exported, as the program reads
     them back (none: a stack never deployed).
     `reservations` is a description of the reservations (and existing clusters) the program's
-    reads find (`preflight.fake_reservations`); without it the stack's reservation is assumed
+    reads find (`pulumi_offline.fake_reservations`); without it the stack's reservation is assumed
     to hold its pool, and a note says so.
 
     Raises StackFileError / InvalidStackConfig / PolicyConfigError (exit 2) and
@@ -232,7 +232,7 @@ def _parser() -> argparse.ArgumentParser:
         "--reservations",
         type=Path,
         help="a JSON description of the reservations (and existing clusters) the program reads"
-        " (see preflight/fake_reservations.py); default: the stack's reservation is assumed to"
+        " (see pulumi_offline/fake_reservations.py); default: the stack's reservation is assumed to"
         " hold its pool",
     )
     parser.add_argument("--quiet", action="store_true", help="print only the result line")

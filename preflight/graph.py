@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from preflight.engine import ProgramRun
+from preflight.mock_run import ProgramRun
 from preflight.recorder import Record
 from preflight.report import display_type
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from preflight.engine import ProgramRun
+from preflight.mock_run import ProgramRun
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 

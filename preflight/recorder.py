@@ -12,8 +12,8 @@ from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.rpc import UNKNOWN
 
-from preflight.bridge_diff import apply_check_defaults
-from preflight.gcp_force_new import FACTS
+from pulumi_offline.bridge_diff import apply_check_defaults
+from pulumi_offline.gcp_force_new import FACTS
 
 SIG_KEY = "4dabf18193072939515e22adb298388d"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"  # noqa: S105 - Pulumi wire signature

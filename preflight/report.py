@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from planning.lustre_tiers import aggregate_throughput_mbps
-from preflight.engine import ProgramRun
+from planning.storage import aggregate_throughput_mbps
+from preflight.mock_run import ProgramRun
 from preflight.policy_runner import PolicyInfo, Violation
 from preflight.recorder import Record
 

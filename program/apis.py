@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulumi
 
-from components.project_apis import ProjectApis, ProjectApisArgs
+from components.apis import ProjectApis, ProjectApisArgs
 from planning.apis import required_apis
 from stack_config import StackConfig
 

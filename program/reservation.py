@@ -2,7 +2,7 @@
 
 Runs before any resource is registered: the invokes go to the gcp provider during `pulumi
 preview` as during `up` (preflight and the engine test bed answer them from a description,
-`preflight.fake_reservations`). A reservation that does not exist in the GPU zone, reserves
+`pulumi_offline.fake_reservations`). A reservation that does not exist in the GPU zone, reserves
 another machine type or other GPUs, or has too few free VMs stops the plan with one line that
 names `nemo-rl-gke:gpu.reservation` - instead of a pool GKE accepts and never fills.
 """
@@ -15,7 +15,7 @@ import pulumi_gcp as gcp
 
 from planning.catalog import GPU_CATALOG
 from planning.naming import PROJECT
-from planning.reservations import (
+from planning.reservation import (
     Capacity,
     PoolDemand,
     ReservationPath,

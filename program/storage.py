@@ -20,9 +20,9 @@ from components import (
     WorkloadIdentity,
     WorkloadIdentityArgs,
 )
-from components.workload_identity import workload_principal
-from program.gke import Gke
-from program.networks import Networks
+from components.ray.identity import workload_principal
+from program.cluster import Gke
+from program.network import Networks
 from stack_config import StackConfig
 
 

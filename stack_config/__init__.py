@@ -15,8 +15,8 @@
 from stack_config.errors import ConfigProblem, InvalidStackConfig
 from stack_config.gpu_pool import Autoscaling, GpuConfig
 from stack_config.load import load_stack_config, secret_keys_present
-from stack_config.network_plan import AuthorizedNetwork, NetworkConfig
-from stack_config.ray_job import RayConfig
+from stack_config.network import AuthorizedNetwork, NetworkConfig
+from stack_config.ray import RayConfig
 from stack_config.secrets import SECRET_KEYS
 from stack_config.stack import StackConfig
 from stack_config.storage import LustreConfig

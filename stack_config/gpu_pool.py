@@ -12,8 +12,8 @@ from typing import Literal, Self, cast
 from pydantic import Field, model_validator
 
 from planning.catalog import Capacity, GpuProfile, GpuType, profile
-from planning.cidrs import GPU_MAX_PODS_PER_NODE
-from planning.reservations import ReservationPath, parse_reservation
+from planning.network import GPU_MAX_PODS_PER_NODE
+from planning.reservation import ReservationPath, parse_reservation
 from planning.versions import VERSIONS
 from stack_config.base import PROJECT_ID_PATTERN, ConfigModel, check_bounds
 from stack_config.errors import ConfigProblem, show

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from pydantic import Field, field_validator
 
-from planning.kueue import TopologyLevel, gpu_pool_node_labels, machine_shape, reports_topology
+from planning.queue import TopologyLevel, gpu_pool_node_labels, machine_shape, reports_topology
 from planning.versions import VERSIONS
 from stack_config.base import ConfigModel
 from stack_config.errors import ConfigProblem

@@ -19,18 +19,19 @@ from planning.naming import BASE_NAME_PATTERN, Names
 from planning.ray import GrpoRun
 from planning.verify import GateSettings
 from planning.versions import VERSIONS
-from stack_config import gates, ray_job
+from stack_config import ray as ray_job
+from stack_config import verify as gates
 from stack_config.base import PROJECT_ID_PATTERN, ConfigModel
 from stack_config.cluster import ClusterConfig, gke_version_problems
 from stack_config.errors import ConfigProblem
-from stack_config.gates import VerifyConfig
 from stack_config.gpu_pool import GpuConfig
 from stack_config.labels import label_format_problem
-from stack_config.network_plan import NetworkConfig, address_plan_problems, planned_rdma_cidrs
+from stack_config.network import NetworkConfig, address_plan_problems, planned_rdma_cidrs
 from stack_config.queue import QueueConfig, queue_enabled, queue_problems
-from stack_config.ray_job import RayConfig
+from stack_config.ray import RayConfig
 from stack_config.secrets import SECRET_KEYS as SECRET_KEYS  # moved to secrets.py; kept here
 from stack_config.storage import BucketConfig, LustreConfig, shared_storage_problems
+from stack_config.verify import VerifyConfig
 
 REGION_PATTERN = r"^[a-z]+-[a-z]+[0-9]+$"
 ZONE_PATTERN = r"^[a-z]+-[a-z]+[0-9]+-[a-z]$"

@@ -7,7 +7,7 @@ from typing import Self
 
 from pydantic import Field, model_validator
 
-from planning.lustre_tiers import Throughput, capacity_problem
+from planning.storage import Throughput, capacity_problem
 from stack_config.base import ConfigModel
 from stack_config.errors import ConfigProblem
 
@@ -41,7 +41,7 @@ class LustreConfig(ConfigModel):
             raise ConfigProblem(
                 ("capacityGib",),
                 problem,
-                "pick a capacity from the tier table in planning/lustre_tiers.py",
+                "pick a capacity from the tier table in planning/storage.py",
             )
         return self
 

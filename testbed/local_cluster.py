@@ -31,8 +31,8 @@ from typing import Any
 import yaml
 
 from planning.catalog import GpuProfile
-from planning.cidrs import DEFAULT_MAX_PODS_PER_NODE
 from planning.kube import ACCELERATOR_LABEL, GKE_AUTH_PLUGIN, GPU_TAINT_KEY
+from planning.network import DEFAULT_MAX_PODS_PER_NODE
 from planning.verify import GATE_LABEL
 from testbed.cluster_pieces import build_all
 from testbed.host_ports import free_port
@@ -204,7 +204,7 @@ def _node(
 
 def stack_nodes(stack: str) -> list[dict[str, Any]]:
     """Fake nodes shaped like the stack's system and GPU pools (from its own config)."""
-    from preflight.stackfiles import read_project, read_stack
+    from pulumi_offline.stackfiles import read_project, read_stack
     from stack_config import load_stack_config
 
     values = read_stack(read_project(REPO), REPO / f"Pulumi.{stack}.yaml").values

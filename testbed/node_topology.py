@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from planning.catalog import GpuProfile
-from planning.kueue import BLOCK_LABEL, HOST_LABEL, SUBBLOCK_LABEL, reports_topology
+from planning.queue import BLOCK_LABEL, HOST_LABEL, SUBBLOCK_LABEL, reports_topology
 
 SUBBLOCK_NODES_ENV = "NEMO_RL_GKE_SUBBLOCK_NODES"
 DEFAULT_SUBBLOCK_NODES = 2

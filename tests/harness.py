@@ -10,9 +10,9 @@ from typing import Any
 import yaml
 
 from preflight.cli import Result, preflight
-from preflight.engine import run_in_mocks
-from preflight.fake_cloud import FakeCloud
+from preflight.mock_run import run_in_mocks
 from preflight.recorder import Record
+from pulumi_offline.fake_cloud import FakeCloud
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECT = "nemo-rl-gke"

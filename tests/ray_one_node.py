@@ -3,7 +3,7 @@
 The node is started by the worker container's own setup as the rendered stack has it (the
 stand-in gIB folder, the driver folder, the claim on /data; testbed.node_fs) followed by the
 `ray start` KubeRay would append, on its own loopback address and ports. The smoke gate's script
-(gates/grpo_smoke.py) runs with the environment of the rendered smoke Job and submits to that
+(verify/gates/grpo_smoke.py) runs with the environment of the rendered smoke Job and submits to that
 head's real job API, exactly as the gate does in a cluster. Used by the fast check in `make test`
 (tests/test_rendered_driver_under_ray.py) and by the engine suite's failure cases
 (tests/engine/test_driver_under_ray.py).
@@ -147,7 +147,7 @@ def smoke_env_of(result: Any) -> dict[str, str]:
 def run_gate(
     url: str, result: Any, tmp: Path, **overrides: str
 ) -> tuple[subprocess.CompletedProcess[str], str]:
-    """gates/grpo_smoke.py against the Ray head at `url`: how it ended, its termination message."""
+    """verify/gates/grpo_smoke.py against the Ray head at `url`: its end and termination message."""
     env = {
         **smoke_env_of(result),
         "POD_NAMESPACE": "nemo-rl",

@@ -1,4 +1,4 @@
-"""The bridge's diff rules (preflight.bridge_diff), on small hand-made facts.
+"""The bridge's diff rules (pulumi_offline.bridge_diff), on small hand-made facts.
 
 Each rule is the one pulumi-terraform-bridge v3.136.0 applies (cited in the module): which
 changes replace, how `replaces` and `detailedDiff` report them, when the old resource is
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from preflight.bridge_diff import (
+from pulumi_offline.bridge_diff import (
     CustomizeRule,
     Kind,
     TypeFacts,

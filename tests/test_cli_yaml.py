@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from preflight.cli_yaml import (
+from pulumi_offline.cli_yaml import (
     MAX_DEPTH,
     MAX_FILE_BYTES,
     GoTime,

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from planning.ray import grpo_entrypoint, submit_command, worker_size
 from planning.verify import plan_gates, plan_smoke
-from program.verification import verify_inputs
+from program.verify import verify_inputs
 from stack_config import InvalidStackConfig, StackConfig, load_stack_config
 from tests.harness import run_stack
 from tests.test_stack_config import values

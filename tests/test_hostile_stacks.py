@@ -11,7 +11,7 @@ import pytest
 
 from preflight.bench import hostile_stack_files
 from preflight.cli import main
-from preflight.cli_values import SECRET_PLACEHOLDER
+from pulumi_offline.config_values import SECRET_PLACEHOLDER
 
 FILES = hostile_stack_files()
 EXPECTED = {

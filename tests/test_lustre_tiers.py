@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planning.lustre_tiers import TIERS, aggregate_throughput_mbps, capacity_problem, nearest_valid
+from planning.storage import TIERS, aggregate_throughput_mbps, capacity_problem, nearest_valid
 
 
 @pytest.mark.parametrize(

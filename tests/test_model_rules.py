@@ -16,7 +16,7 @@ from pydantic import StringConstraints, TypeAdapter, ValidationError
 
 from planning.ray import grpo_overrides
 from stack_config import InvalidStackConfig, StackConfig, load_stack_config
-from stack_config.ray_job import MAX_RAYJOB_NAME
+from stack_config.ray import MAX_RAYJOB_NAME
 from tests.test_stack_config import error_for, gpu, values
 
 

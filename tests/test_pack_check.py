@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from preflight.cli import preflight
-from preflight.engine import ProgramError
+from preflight.mock_run import ProgramError
 from preflight.pack_check import pack_shadowing
 from tests.harness import REPO
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planning.cidrs import consecutive_subnets, duplicates, overlaps
+from planning.network import consecutive_subnets, duplicates, overlaps
 
 
 def nets(*cidrs: str) -> list[IPv4Network]:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from preflight.cli import main
-from preflight.cli_values import SECRET_PLACEHOLDER
+from pulumi_offline.config_values import SECRET_PLACEHOLDER
 from tests.harness import REPO, variant, write_stack
 
 
@@ -79,8 +79,8 @@ def test_invalid_stack_exits_2_with_one_line_and_registers_nothing(tmp_path: Pat
 
 
 def test_invalid_stack_registers_no_resource(tmp_path: Path) -> None:
-    from preflight.engine import run_program
-    from preflight.stackfiles import read_project, read_stack
+    from preflight.mock_run import run_program
+    from pulumi_offline.stackfiles import read_project, read_stack
     from stack_config import InvalidStackConfig
 
     config = variant("dev", {"nemo-rl-gke:zone": "europe-west4-a"})

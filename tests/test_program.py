@@ -13,7 +13,7 @@ import pytest
 
 from planning.ray import gib_shell_setup, numa_affinity_setup
 from preflight.cli import Result
-from preflight.stackfiles import read_project, read_stack
+from pulumi_offline.stackfiles import read_project, read_stack
 from stack_config import load_stack_config
 from tests.harness import REPO, by_name, children, run_stack, stack_data, variant
 
@@ -479,7 +479,7 @@ def test_gated_model_job_without_token_fails_early(tmp_path: Path) -> None:
 
 
 def test_tokens_become_a_secret_and_never_appear_in_output(tmp_path: Path) -> None:
-    from preflight.cli_values import SECRET_PLACEHOLDER
+    from pulumi_offline.config_values import SECRET_PLACEHOLDER
 
     config = variant(
         "b200",

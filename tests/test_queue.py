@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from planning.catalog import profile
-from planning.kueue import (
+from planning.queue import (
     QUEUE_LABEL,
     REQUIRED_TOPOLOGY,
     SUBBLOCK_LABEL,
@@ -399,7 +399,7 @@ def test_a_job_that_brings_its_own_cluster_is_one_queued_workload(flex: Result) 
 
 
 def test_gpu_pool_labels_match_what_the_test_bed_and_gke_put_on_nodes() -> None:
-    from planning.kueue import gpu_pool_node_labels
+    from planning.queue import gpu_pool_node_labels
     from testbed.local_cluster import stack_nodes
 
     (node,) = [n for n in stack_nodes("b200") if n["metadata"]["name"] == "b200-gpu-0"]

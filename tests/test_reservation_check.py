@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from planning.reservations import (
+from planning.reservation import (
     Capacity,
     PoolDemand,
     ReservationPath,
@@ -25,8 +25,8 @@ from planning.reservations import (
     parse_reservation,
 )
 from preflight.cli import main, preflight
-from preflight.fake_reservations import GET_RESERVATION, CloudFixtures, answer
-from preflight.sdk_results import complete, fields
+from pulumi_offline.fake_reservations import GET_RESERVATION, CloudFixtures, answer
+from pulumi_offline.sdk_results import complete, fields
 from stack_config import InvalidStackConfig
 from tests.harness import REPO, stack_data, write_stack
 

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from preflight.cli import Result
-from preflight.cli_values import SECRET_PLACEHOLDER
+from pulumi_offline.config_values import SECRET_PLACEHOLDER
 from tests.harness import REPO, run_stack, variant
 
 SCHEMA_DIR = Path(

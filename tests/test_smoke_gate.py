@@ -17,7 +17,7 @@ import pytest
 
 from planning.verify import SMOKE_CONFIG, SMOKE_MODEL, plan_smoke
 from preflight.cli import Result
-from program.verification import verify_inputs
+from program.verify import verify_inputs
 from stack_config import InvalidStackConfig, load_stack_config
 from testbed.nemo_rl_standin.config_rules import apply_overrides, load_config
 from tests.harness import by_name, run_stack, stack_data, variant

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from planning.naming import default_base_name
-from preflight.stackfiles import read_project, read_stack
+from pulumi_offline.stackfiles import read_project, read_stack
 from stack_config import InvalidStackConfig, StackConfig, load_stack_config
 from tests.harness import REPO, STACKS
 

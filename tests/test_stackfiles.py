@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from preflight.cli_values import SECRET_PLACEHOLDER
-from preflight.stackfiles import (
+from pulumi_offline.config_values import SECRET_PLACEHOLDER
+from pulumi_offline.stackfiles import (
     StackFileError,
     read_project,
     read_stack,

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from components.ray_workload import SECRET_ENV
+from components.ray.workload import SECRET_ENV
 from planning.ray import (
     GIB_ENV_SCRIPT,
     GIB_RESOURCE,

@@ -26,7 +26,7 @@ from planning.verify import (
     plan_gates,
 )
 from preflight.cli import Result
-from program.verification import verify_inputs
+from program.verify import verify_inputs
 from stack_config import load_stack_config
 from tests.conftest import committed
 from tests.harness import run_stack, stack_data, variant
@@ -225,7 +225,9 @@ def test_the_scripts_configmap_carries_every_gate_script(b200: Result) -> None:
     (configmap,) = [
         plain(r.inputs) for r in b200.run.records if r.inputs.get("kind") == "ConfigMap"
     ]
-    shipped = sorted(p.name for p in (Path(__file__).resolve().parents[1] / "gates").glob("*.sh"))
+    shipped = sorted(
+        p.name for p in (Path(__file__).resolve().parents[1] / "verify" / "gates").glob("*.sh")
+    )
     assert sorted(configmap["data"]) == shipped
     for job in jobs(b200).values():
         (gates_volume,) = [

@@ -26,7 +26,7 @@ class Measurement:
 
 
 def parse_message(message: str) -> list[Measurement]:
-    """The RESULT lines of a termination message (gates/common.sh writes them)."""
+    """The RESULT lines of a termination message (verify/gates/common.sh writes them)."""
     found = []
     for line in message.splitlines():
         parts = line.split()

@@ -1,6 +1,6 @@
 """The stand-in's answers to the reads of reservations and clusters (`program.reservation`).
 
-Answered from a description (`preflight.fake_reservations`, the format preflight's
+Answered from a description (`pulumi_offline.fake_reservations`, the format preflight's
 `--reservations` reads): the file named by NEMO_RL_GKE_STANDIN_RESERVATIONS, else
 `reservations.json` beside this module, which describes the committed stacks' placeholder
 reservations at the sizes their policy configs record (2 VMs each, none in use). Anything not
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from preflight.fake_reservations import TOKENS, CloudFixtures, answer, load_fixtures
+from pulumi_offline.fake_reservations import TOKENS, CloudFixtures, answer, load_fixtures
 
 DEFAULT_FIXTURES = Path(__file__).with_name("reservations.json")
 

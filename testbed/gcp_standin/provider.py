@@ -46,10 +46,11 @@ from pulumi.runtime import proto
 from pulumi.runtime._grpc_settings import _GRPC_CHANNEL_OPTIONS
 from pulumi.runtime.proto import provider_pb2_grpc
 
-from preflight import bridge_diff
-from preflight.fake_cloud import FAKE_CA, FAKE_ENDPOINT, FakeCloud
-from preflight.fake_reservations import NotFoundError
-from testbed.gcp_standin import invokes, replace_facts, types_model
+from pulumi_offline import bridge_diff
+from pulumi_offline import gcp_types as types_model
+from pulumi_offline.fake_cloud import FAKE_CA, FAKE_ENDPOINT, FakeCloud
+from pulumi_offline.fake_reservations import NotFoundError
+from testbed.gcp_standin import invokes, replace_facts
 
 VERSION = "10.2.0"
 """The pulumi-gcp release this stands in for (the SDK's pulumi-plugin.json)."""

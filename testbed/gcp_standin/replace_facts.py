@@ -17,7 +17,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from preflight.bridge_diff import CustomizeRule, TypeFacts, cidr_shrinks_or_moves, true_to_false
+from pulumi_offline.bridge_diff import (
+    CustomizeRule,
+    TypeFacts,
+    cidr_shrinks_or_moves,
+    true_to_false,
+)
 from testbed.shared import shared_dir
 
 TABLE = Path("reference") / "gcp-forcenew.json"

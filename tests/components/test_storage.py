@@ -26,12 +26,12 @@ from components import (
     WorkloadIdentity,
     WorkloadIdentityArgs,
 )
-from components.bucket import TRAINING_MOUNT_OPTIONS
-from components.lustre import mount_ip
+from components.storage.bucket import TRAINING_MOUNT_OPTIONS
+from components.storage.lustre import mount_ip
 from planning.naming import Names
-from preflight.engine import run_in_mocks
-from preflight.fake_cloud import FakeCloud
+from preflight.mock_run import run_in_mocks
 from preflight.recorder import UNKNOWN_MASK
+from pulumi_offline.fake_cloud import FakeCloud
 from tests.harness import PROJECT, run_component
 
 NET = "projects/test-project/global/networks/nrl-net"

@@ -174,7 +174,7 @@ def test_a_pack_module_that_shadows_the_standard_library_stops_the_preview(
     assert events.returncode != 0
     assert events.policies == []
     # Preflight refuses the same pack.
-    from preflight.engine import ProgramError
+    from preflight.mock_run import ProgramError
 
     with pytest.raises(ProgramError, match="shadows the standard library"):
         preflight(workspace.root / "Pulumi.dev.yaml", project_dir=workspace.root)

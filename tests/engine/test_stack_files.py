@@ -4,7 +4,7 @@ line, never a traceback, never a secret.
 
 `pulumi config --json` prints every value exactly as the engine hands it to the program
 (sdk/go/common/resource/config: the decrypted string, objects as Go's JSON), so the first test
-compares it, file by file, with `preflight.stackfiles.read_stack`.
+compares it, file by file, with `pulumi_offline.stackfiles.read_stack`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from preflight.stackfiles import StackFileError, read_project, read_stack
+from pulumi_offline.stackfiles import StackFileError, read_project, read_stack
 from tests.engine.realcli import Workspace
 from tests.harness import stack_data
 

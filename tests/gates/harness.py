@@ -81,7 +81,7 @@ def run_gate(
 def run_smoke_script(
     env: dict[str, str], tmp: Path, timeout: float
 ) -> tuple[subprocess.CompletedProcess[str], str]:
-    """gates/grpo_smoke.py as the smoke Job's container runs it, with `env` (its pod's
+    """verify/gates/grpo_smoke.py as the smoke Job's container runs it, with `env` (its pod's
     environment and the run's answers) plus this host's PATH and a termination log under `tmp`;
     how it ended, and the termination message it left."""
     tmp.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ from planning.verify import GatePlan, GateSettings, StorageTarget, VerifyInputs,
 from testbed.gate_standins import Scenario
 from tests.gates.harness import run_gate
 
-GATES = Path(__file__).resolve().parents[2] / "gates"
+GATES = Path(__file__).resolve().parents[2] / "verify" / "gates"
 
 
 def b200(nodes: int = 2, **settings: Any) -> dict[str, GatePlan]:

@@ -1,4 +1,4 @@
-"""gates/grpo_smoke.py as the pod runs it (its environment from planning.verify.smoke_env).
+"""verify/gates/grpo_smoke.py as the pod runs it (its environment from planning.verify.smoke_env).
 
 Its runs against a real Ray head are in tests/test_rendered_driver_under_ray.py (passing) and
 tests/engine/test_driver_under_ray.py (failing); here, what it does when no Ray answers. Its verdict
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from planning.verify import GATES_DIR, SMOKE_SCRIPT, SmokePlan, plan_smoke, smoke_env
-from program.verification import verify_inputs
+from program.verify import verify_inputs
 from tests.gates.harness import run_smoke_script
 from tests.test_verification import config
 from verify.results import parse_message
@@ -45,7 +45,7 @@ def test_an_unreachable_dashboard_fails_at_the_deadline(tmp_path: Path) -> None:
 
 
 def smoke_module() -> Any:
-    """gates/grpo_smoke.py as a module (it is a script the Job runs, not a package)."""
+    """verify/gates/grpo_smoke.py as a module (it is a script the Job runs, not a package)."""
     spec = importlib.util.spec_from_file_location("grpo_smoke", GATES_DIR / SMOKE_SCRIPT)
     assert spec is not None
     assert spec.loader is not None

@@ -16,8 +16,8 @@ from pulumi_policy import Policy
 
 from policies import data_protection as dp
 from policies import firewall as fw
-from policies import gpu_topology as topo
-from policies import queueing as queue
+from policies import gpu_pool as topo
+from policies import job_queue as queue
 from policies import quota
 from policies import security as sec
 from policies.pack import POLICIES

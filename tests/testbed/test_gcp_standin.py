@@ -19,7 +19,8 @@ from pulumi.provider.experimental import provider as p
 from pulumi.provider.experimental.property_value import Computed, PropertyValue
 from pulumi.runtime import proto
 
-from testbed.gcp_standin import replace_facts, types_model
+from pulumi_offline import gcp_types as types_model
+from testbed.gcp_standin import replace_facts
 from testbed.gcp_standin.provider import UNKNOWN, GcpStandIn, _Servicer, plain, wrap
 
 REPO = Path(__file__).resolve().parents[2]
@@ -502,7 +503,7 @@ def test_the_default_description_holds_each_committed_stack_s_reservation(stack:
 
     import yaml
 
-    from preflight.fake_reservations import load_fixtures
+    from pulumi_offline.fake_reservations import load_fixtures
     from testbed.gcp_standin.invokes import DEFAULT_FIXTURES
 
     config = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())["config"]

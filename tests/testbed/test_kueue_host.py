@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from planning.catalog import profile
-from planning.kueue import manager_config
+from planning.queue import manager_config
 from testbed.kueue_host import (
     PROCESS,
     KueueHost,

@@ -1,7 +1,7 @@
 """Preflight's own facts against the engine test bed's, which stand for the real provider.
 
-Preflight carries what pulumi-gcp replaces on (`preflight.gcp_force_new`) and which outputs
-the cloud fills (`preflight.cloud_outputs`) for the program's resources; the stand-in reads the
+Preflight carries what pulumi-gcp replaces on (`pulumi_offline.gcp_force_new`) and which outputs
+the cloud fills (`pulumi_offline.cloud_outputs`) for the program's resources; the stand-in reads the
 shared reference table and derives the outputs from the SDK's types. These tests compare the
 two on every input the program sends, for every committed stack: each value changed, dropped
 and made unknown must plan the same way, and a preview must leave the same outputs unknown.
@@ -19,13 +19,14 @@ import pytest
 from pulumi.provider.experimental import provider as p
 from pulumi.runtime import MockResourceArgs
 
-from preflight.bridge_diff import apply_check_defaults, diff_inputs
 from preflight.cli import Result
-from preflight.cloud_outputs import CLOUD_FILLED
-from preflight.fake_cloud import FakeCloud
-from preflight.gcp_force_new import FACTS
 from preflight.recorder import Record
-from testbed.gcp_standin import replace_facts, types_model
+from pulumi_offline import gcp_types as types_model
+from pulumi_offline.bridge_diff import apply_check_defaults, diff_inputs
+from pulumi_offline.cloud_outputs import CLOUD_FILLED
+from pulumi_offline.fake_cloud import FakeCloud
+from pulumi_offline.gcp_force_new import FACTS
+from testbed.gcp_standin import replace_facts
 from testbed.gcp_standin.provider import UNKNOWN, GcpStandIn, plain, wrap
 from tests.harness import STACKS, run_stack
 

@@ -14,9 +14,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.gpu_pod import GPU_CONTAINER_SECURITY, RdmaWiring, gpu_pod_parts
-from components.smoke_gate import GrpoSmokeGate, SmokeGateArgs
-from planning.kueue import QueuedPlacement, queued_cluster_spec
+from components.gpu_pool.pod import GPU_CONTAINER_SECURITY, RdmaWiring, gpu_pod_parts
+from components.verify.smoke import GrpoSmokeGate, SmokeGateArgs
+from planning.queue import QueuedPlacement, queued_cluster_spec
 from planning.ray import (
     DATA_DIR,
     GIB_RESOURCE,
@@ -97,7 +97,7 @@ class RayWorkloadArgs:
     smoke: SmokePlan | None = None
     """The GRPO smoke gate: runs on the RayCluster once it exists; the RayJob waits for it."""
     smoke_script: str = ""
-    """gates/grpo_smoke.py (with `smoke`)."""
+    """verify/gates/grpo_smoke.py (with `smoke`)."""
     queue: QueuedPlacement | None = None
     """The LocalQueue the RayCluster, and a RayJob that brings its own cluster, go through
     (Kueue admits each as one workload); None without the queue. `after` holds the queue."""

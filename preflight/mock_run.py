@@ -14,10 +14,10 @@ from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from preflight.fake_cloud import FakeCloud
-from preflight.fake_reservations import CloudFixtures
 from preflight.recorder import SECRET_MASK, UNKNOWN_MASK, Record, RecordingMonitor
-from preflight.stackfiles import StackConfigValues
+from pulumi_offline.fake_cloud import FakeCloud
+from pulumi_offline.fake_reservations import CloudFixtures
+from pulumi_offline.stackfiles import StackConfigValues
 
 
 class ProgramError(Exception):

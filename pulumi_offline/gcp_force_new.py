@@ -13,7 +13,7 @@ input the program sends, with the reference table the engine test bed's stand-in
 
 from __future__ import annotations
 
-from preflight.bridge_diff import CustomizeRule, TypeFacts, cidr_shrinks_or_moves
+from pulumi_offline.bridge_diff import CustomizeRule, TypeFacts, cidr_shrinks_or_moves
 
 NETWORK = "gcp:compute/network:Network"
 SUBNETWORK = "gcp:compute/subnetwork:Subnetwork"

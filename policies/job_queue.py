@@ -11,7 +11,7 @@ from pulumi_policy import PolicyResource, ResourceValidationArgs
 from pulumi_policy.proxy import UNKNOWN_OBJECT_VALUE, UnknownValueError
 
 from planning.kube import ACCELERATOR_LABEL
-from planning.kueue import (
+from planning.queue import (
     GPU_RESOURCE,
     INSTANCE_TYPE_LABEL,
     NODEPOOL_LABEL,

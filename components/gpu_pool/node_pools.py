@@ -9,10 +9,10 @@ from typing import Literal
 import pulumi
 import pulumi_gcp as gcp
 
-from components.gke_cluster import CLOUD_PLATFORM
+from components.cluster import CLOUD_PLATFORM
 from planning.catalog import Capacity, GpuProfile
-from planning.cidrs import GPU_MAX_PODS_PER_NODE
 from planning.kube import ACCELERATOR_LABEL, GPU_TAINT_KEY
+from planning.network import GPU_MAX_PODS_PER_NODE
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 GPU_POOL_IGNORED_DRIFT = ("nodeConfig.ephemeralStorageLocalSsdConfig", "initialNodeCount")

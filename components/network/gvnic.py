@@ -9,7 +9,7 @@ from ipaddress import IPv4Network
 import pulumi
 import pulumi_gcp as gcp
 
-from components.primary_network import FLOW_LOGS
+from components.network.primary import FLOW_LOGS
 from planning.naming import Names
 
 

@@ -15,9 +15,9 @@ from typing import Any
 import pulumi
 from pulumi.runtime.rpc import UNKNOWN
 
-from preflight import fake_reservations
-from preflight.cloud_outputs import CLOUD_FILLED, plan_known
-from preflight.fake_reservations import CloudFixtures
+from pulumi_offline import fake_reservations
+from pulumi_offline.cloud_outputs import CLOUD_FILLED, plan_known
+from pulumi_offline.fake_reservations import CloudFixtures
 
 FAKE_PROJECT_NUMBER = "000000000000"
 FAKE_ENDPOINT = "203.0.113.10"

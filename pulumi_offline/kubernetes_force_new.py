@@ -13,7 +13,7 @@ deleted first (`provider.go`, `deleteBeforeReplace`): this program names every o
 
 from __future__ import annotations
 
-from preflight.bridge_diff import TypeFacts
+from pulumi_offline.bridge_diff import TypeFacts
 
 _METADATA = frozenset({"metadata.name", "metadata.namespace"})
 _BY_KIND: dict[str, frozenset[str]] = {

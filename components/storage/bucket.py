@@ -9,7 +9,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from components.volume_claim import bound_claim
+from components.storage.volume_claim import bound_claim
 
 GCSFUSE_CSI_DRIVER = "gcsfuse.csi.storage.gke.io"
 BUCKET_ROLE = "roles/storage.objectUser"

@@ -24,7 +24,7 @@ at every object level the inputs have), so policies see them as they do under th
 
 The same code serves two tables: the engine test bed's stand-in provider reads the facts
 gathered from the Terraform, pulumi-gcp and bridge sources (shared test data), and preflight
-carries its own for the properties this program sets (`preflight.gcp_force_new`).
+carries its own for the properties this program sets (`pulumi_offline.gcp_force_new`).
 """
 
 from __future__ import annotations

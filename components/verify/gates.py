@@ -24,7 +24,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.gpu_pod import GPU_CONTAINER_SECURITY, RdmaWiring, gpu_pod_parts
+from components.gpu_pool.pod import GPU_CONTAINER_SECURITY, RdmaWiring, gpu_pod_parts
 from planning.ray import DATA_DIR, NVIDIA_DIR
 from planning.verify import GATE_LABEL, GATE_MOUNT, GatePlan
 
@@ -110,7 +110,7 @@ class VerificationArgs:
     gates: Sequence[GatePlan]
     """In order; each waits for the one before."""
     scripts: Mapping[str, str]
-    """gates/*.sh by file name (ConfigMap data)."""
+    """verify/gates/*.sh by file name (ConfigMap data)."""
     node_selector: pulumi.Input[Mapping[str, str]]
     """The GPU pool's."""
     tolerations: pulumi.Input[Sequence[Mapping[str, str]]]
@@ -123,7 +123,7 @@ class VerificationArgs:
     labels: Mapping[str, str] = field(default_factory=dict)
     priority_class: str | None = None
     """With the queue: smoke/gate priority, below training and never preempting
-    (program.queueing says why the gates run outside the queue)."""
+    (program.queue says why the gates run outside the queue)."""
 
 
 class PlatformVerification(pulumi.ComponentResource):

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from components.gpu_networking import GVNIC_NETWORK, rdma_network_name
-from components.gpu_pod import RdmaWiring
-from components.kueue import KueueOperator
-from components.verification import PlatformVerification, VerificationArgs
-from planning.kueue import VERIFY_PRIORITY
+from components.gpu_pool.pod import RdmaWiring
+from components.network.in_cluster import GVNIC_NETWORK, rdma_network_name
+from components.queue import KueueOperator
+from components.verify.gates import PlatformVerification, VerificationArgs
+from planning.queue import VERIFY_PRIORITY
 from planning.ray import gib_shell_setup, gpu_shell_setup
 from planning.verify import StorageTarget, VerifyInputs, gate_scripts, plan_gates
 from planning.versions import VERSIONS
-from program.gke import Gke
+from program.cluster import Gke
 from program.storage import Volumes
 from stack_config import StackConfig
 
@@ -61,7 +61,7 @@ def build_verification(
     kueue: KueueOperator | None = None,
 ) -> PlatformVerification | None:
     """The gate Jobs; None when the stack runs no gate. With Kueue, after its release and at
-    smoke/gate priority (see program.queueing)."""
+    smoke/gate priority (see program.queue)."""
     gates = plan_gates(verify_inputs(cfg), cfg.gate_settings)
     if not gates:
         return None

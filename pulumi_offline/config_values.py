@@ -13,7 +13,7 @@ import json
 import math
 from typing import Any
 
-from preflight.cli_yaml import GoTime, go_float
+from pulumi_offline.cli_yaml import GoTime, go_float
 
 SECRET_PLACEHOLDER = "preflight-placeholder-secret"  # noqa: S105 - a fake
 """Value given to every `secure:` key; tests grep outputs for it to prove nothing leaks."""

@@ -3,7 +3,7 @@
 The result is the flat `{"namespace:key": "raw string"}` map the engine hands a program:
 project-level defaults first, stack values on top, objects and lists JSON-encoded, and
 `secure:` values replaced by placeholder secrets (their ciphertext needs the CLI and a key).
-The files are decoded as the CLI decodes them (`preflight.cli_yaml`: yaml.v3's scalars, its
+The files are decoded as the CLI decodes them (`pulumi_offline.cli_yaml`: yaml.v3's scalars, its
 refusals, fixed bounds), and every message is one line that never shows a secret.
 """
 
@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from preflight.cli_values import (
+from pulumi_offline.cli_yaml import MAX_FILE_BYTES, GoTime, YamlRefused, load
+from pulumi_offline.config_values import (
     UnsupportedValue,
     contains_secure,
     encode,
@@ -24,7 +25,6 @@ from preflight.cli_values import (
     plain,
     redacted,
 )
-from preflight.cli_yaml import MAX_FILE_BYTES, GoTime, YamlRefused, load
 from stack_config.errors import show, show_key
 
 STACK_FILE_KEYS = ("config", "environment", "secretsprovider", "encryptedkey", "encryptionsalt")

@@ -26,7 +26,7 @@ from typing import Any, Final
 
 import yaml
 
-from preflight.yaml_scalars import RESOLVABLE_TAGS, GoTime, go_float, go_timestamp, resolve
+from pulumi_offline.yaml_scalars import RESOLVABLE_TAGS, GoTime, go_float, go_timestamp, resolve
 
 __all__ = [
     "MAX_DEPTH",

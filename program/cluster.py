@@ -21,7 +21,7 @@ from components import (
     SystemNodePoolArgs,
 )
 from planning.versions import VERSIONS
-from program.networks import Networks
+from program.network import Networks
 from stack_config import StackConfig
 
 
@@ -124,7 +124,7 @@ def build_gke(
             max_pods_per_node=cfg.gpu.max_pods_per_node,
             labels=labels,
             # Behind the job queue a flex-start pool gets its nodes through Kueue's
-            # ProvisioningRequests only (program.queueing).
+            # ProvisioningRequests only (program.queue).
             queued_provisioning=cfg.queue_enabled and cfg.gpu.capacity == "flex-start",
         ),
     )

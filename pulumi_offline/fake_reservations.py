@@ -15,7 +15,7 @@ stand-in answer the invokes the program makes (`getReservation`, `getReservation
                "pools": [{"name": "gpu-b200", "nodes": 2, "zones": ["us-central1-b"]}]}]}
 ```
 
-Answers carry every field of pulumi-gcp's result types (`preflight.sdk_results`); what the
+Answers carry every field of pulumi-gcp's result types (`pulumi_offline.sdk_results`); what the
 description does not name is not there, and reading it fails as the Compute or GKE API does (a
 404). A description can say anything a real reservation can: another machine type, too few
 free VMs, a missing block - so a test can show the plan stopped.
@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from preflight.sdk_results import complete
+from pulumi_offline.sdk_results import complete
 
 GET_RESERVATION = "gcp:compute/getReservation:getReservation"
 GET_BLOCK = "gcp:compute/getReservationBlock:getReservationBlock"

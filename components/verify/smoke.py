@@ -17,7 +17,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.verification import (
+from components.verify.gates import (
     AWAIT_MARGIN_SECONDS,
     MEASURE_SECURITY,
     NON_ROOT,
@@ -34,7 +34,7 @@ class SmokeGateArgs:
     namespace: pulumi.Input[str]
     plan: SmokePlan
     script: str
-    """gates/grpo_smoke.py."""
+    """verify/gates/grpo_smoke.py."""
     dashboard_service: str
     """The RayCluster's head Service (dashboard on 8265)."""
     node_selector: pulumi.Input[Mapping[str, str]]
@@ -43,7 +43,7 @@ class SmokeGateArgs:
     """The RayCluster."""
     labels: Mapping[str, str] = field(default_factory=dict)
     priority_class: str | None = None
-    """With the queue: smoke/gate priority, below training (planning.kueue)."""
+    """With the queue: smoke/gate priority, below training (planning.queue)."""
 
 
 class GrpoSmokeGate(pulumi.ComponentResource):

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator
 
 from planning.catalog import extra_gvnic_networks
-from planning.cidrs import (
+from planning.network import (
     DEFAULT_MAX_PODS_PER_NODE,
     consecutive_subnets,
     duplicates,

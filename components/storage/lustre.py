@@ -10,7 +10,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from components.volume_claim import bound_claim
+from components.storage.volume_claim import bound_claim
 from planning.naming import Names
 
 LUSTRE_CSI_DRIVER = "lustre.csi.storage.gke.io"

@@ -3,7 +3,7 @@
 Kueue decides when a Ray workload may start: a RayCluster or a RayJob that brings its own
 cluster is one Kueue Workload whose pods are created only once the whole of it fits, inside
 one domain of the reservation's topology (sub-block by default). This module derives every
-Kueue object of a stack from plain values (the stack config is read by program.queueing):
+Kueue object of a stack from plain values (the stack config is read by program.queue):
 the Topology with GKE's levels, a non-TAS flavor for the Ray head on the system pool, a TAS
 flavor for the GPU pool, one ClusterQueue covering cpu, memory and nvidia.com/gpu, the
 LocalQueue of the workload namespace, the PriorityClasses, the manager configuration given
@@ -53,7 +53,7 @@ for cpu and memory only, which the queue would not cover (kueue-facts §4, measu
 
 GIB_PER_GB: Final = 1 / 1.073741824
 POOL_LABEL: Final = "nemo-rl-gke/pool"
-"""Node label the program puts on each pool's nodes (components.node_pools)."""
+"""Node label the program puts on each pool's nodes (components.gpu_pool.node_pools)."""
 NODEPOOL_LABEL: Final = "cloud.google.com/gke-nodepool"
 INSTANCE_TYPE_LABEL: Final = "node.kubernetes.io/instance-type"
 

@@ -7,16 +7,16 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.gpu_pod import RdmaWiring
-from components.kuberay import KubeRayOperator, KubeRayOperatorArgs
-from components.ray_workload import RayJobPlan, RayWorkload, RayWorkloadArgs
+from components.gpu_pool.pod import RdmaWiring
+from components.ray.operator import KubeRayOperator, KubeRayOperatorArgs
+from components.ray.workload import RayJobPlan, RayWorkload, RayWorkloadArgs
 from planning.ray import GrpoRun, grpo_entrypoint, worker_size
 from planning.verify import plan_smoke, smoke_script
 from planning.versions import VERSIONS
-from program.gke import Gke
-from program.queueing import Queue
+from program.cluster import Gke
+from program.queue import Queue
 from program.storage import Volumes
-from program.verification import verify_inputs
+from program.verify import verify_inputs
 from stack_config import StackConfig
 
 

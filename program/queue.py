@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.kueue import JobQueue, JobQueueArgs, KueueOperator, KueueOperatorArgs
+from components.queue import JobQueue, JobQueueArgs, KueueOperator, KueueOperatorArgs
 from planning.kube import ACCELERATOR_LABEL, GPU_TAINT_KEY
-from planning.kueue import (
+from planning.queue import (
     POOL_LABEL,
     TRAINING_PRIORITY,
     VERIFY_PRIORITY,
@@ -33,7 +33,7 @@ from planning.kueue import (
     reports_topology,
 )
 from planning.versions import VERSIONS
-from program.gke import Gke
+from program.cluster import Gke
 from program.storage import Volumes
 from stack_config import StackConfig
 from stack_config.queue import pool_gpus, queue_topology

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from planning.kueue import (
+from planning.queue import (
     KUEUE_API,
     PriorityClassPlan,
     QueuePlan,
@@ -150,7 +150,7 @@ class JobQueue(pulumi.ComponentResource):
     objects: pulumi.Output[dict[str, dict[str, object]]]
     """Every Kueue object created here, by logical name, as sent (metadata and spec): known
     in a first preview, when the objects themselves have no state yet, so the policy pack can
-    judge the queue before its cluster exists (policies.queueing)."""
+    judge the queue before its cluster exists (policies.job_queue)."""
 
     def __init__(
         self, name: str, args: JobQueueArgs, opts: pulumi.ResourceOptions | None = None

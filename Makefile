@@ -42,7 +42,7 @@ test: .venv/.synced
 # The one-node checks of the rendered GRPO driver and smoke gate under real Ray (no engine):
 # about 45 s. The passing one is also in `make test`, the failure cases first in `make engine-test`.
 ray-test: .venv/.synced
-	$(RUN) pytest tests/test_rendered_driver_under_ray.py tests/engine/test_driver_under_ray.py
+	$(RUN) pytest tests/program/test_ray_driver_under_ray.py tests/engine/test_driver_under_ray.py
 
 # The real Pulumi engine, built from Go modules into ~/.cache/nemo-rl-gke (needs Go 1.26):
 # the CLI, the language host front end, the pulumi-kubernetes provider, and the GCP stand-in.

@@ -90,7 +90,7 @@ def _billion_laughs() -> bytes:
 def hostile_stack_files() -> dict[str, bytes]:
     """Stack files a careless or hostile user might write, each on top of a committed stack;
     preflight must refuse every one with exit code 2 and one line, quickly, showing no
-    secret. The test suite runs the same files (tests/test_hostile_stacks.py)."""
+    secret. The test suite runs the same files (tests/stack_config/test_hostile.py)."""
     dev = (REPO_ROOT / "Pulumi.dev.yaml").read_bytes()
     b200 = (REPO_ROOT / "Pulumi.b200.yaml").read_bytes()
     labels = b"  nemo-rl-gke:labels:\n"

@@ -16,7 +16,7 @@ command KubeRay generated, logged with the pod:
   head: a path of the head's folder here, where every worker's sockets would then collide);
 - an object store of OBJECT_STORE_BYTES instead of the pod's (hundreds of GB on B200): this host's
   /dev/shm cannot hold it, and Ray refuses a store over 10 GB that /dev/shm cannot hold
-  (tests/test_ray_object_store.py judges the pod's own numbers with Ray's own code).
+  (tests/planning/test_ray_object_store.py judges the pod's own numbers with Ray's own code).
 """
 
 from __future__ import annotations

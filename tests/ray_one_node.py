@@ -5,7 +5,7 @@ stand-in gIB folder, the driver folder, the claim on /data; testbed.node_fs) fol
 `ray start` KubeRay would append, on its own loopback address and ports. The smoke gate's script
 (verify/gates/grpo_smoke.py) runs with the environment of the rendered smoke Job and submits to that
 head's real job API, exactly as the gate does in a cluster. Used by the fast check in `make test`
-(tests/test_rendered_driver_under_ray.py) and by the engine suite's failure cases
+(tests/program/test_ray_driver_under_ray.py) and by the engine suite's failure cases
 (tests/engine/test_driver_under_ray.py).
 """
 
@@ -40,8 +40,8 @@ from testbed.ray_node import (
     localize_ray_start,
     start_process,
 )
-from tests.gates.harness import run_smoke_script
 from tests.harness import by_name, run_stack, variant
+from tests.verify.harness import run_smoke_script
 
 needs_nemo_rl_configs = pytest.mark.skipif(
     not nemo_rl_configs().exists() and os.environ.get("NEMO_RL_GKE_REQUIRE_SHARED") != "1",

@@ -1,7 +1,7 @@
 """The GRPO driver's failure cases under real Ray 2.55.1 on one node, through the smoke gate.
 
 The same one-node head as the fast check in `make test` (tests/ray_one_node.py,
-tests/test_rendered_driver_under_ray.py): the driver's environment as it was before the fix
+tests/program/test_ray_driver_under_ray.py): the driver's environment as it was before the fix
 fails, with the driver's own error in the gate's verdict; a run past its deadline is stopped;
 Ray refuses a submission id it has seen. The engine tests run the passing case on the clusters
 KubeRay builds (tests/engine/test_local_cluster.py). These need no engine, only Ray (about 30 s

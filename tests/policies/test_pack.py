@@ -35,14 +35,14 @@ from policies.resource_types import (
 )
 from preflight.recorder import Record
 from tests.policies.helpers import UNKNOWN_VALUE, record, run
-from tests.policies.test_queueing import (
+from tests.policies.test_job_queue import (
     ACCEL,
     QUEUED,
     cluster_queue,
     flavor,
     raycluster,
 )
-from tests.policies.test_queueing import pool as queue_pool
+from tests.policies.test_job_queue import pool as queue_pool
 
 PROFILE = "projects/p/global/networkProfiles/us-central1-b-vpc-roce"
 SA = "nodes@p.iam.gserviceaccount.com"

@@ -409,7 +409,7 @@ def test_gpu_pool_labels_match_what_the_test_bed_and_gke_put_on_nodes() -> None:
 
 def test_preflight_exits_2_on_a_queue_above_the_pool_before_any_resource(tmp_path: Path) -> None:
     from tests.harness import write_stack
-    from tests.test_preflight_cli import run_cli
+    from tests.preflight.test_cli import run_cli
 
     path = write_stack(tmp_path, "b200", variant("b200", {"nemo-rl-gke:kueue": {"gpuQuota": 17}}))
     code, out, err = run_cli("--stack-file", str(path))
@@ -422,7 +422,7 @@ def test_preflight_exits_2_on_a_queue_above_the_pool_before_any_resource(tmp_pat
 
 def test_the_printed_report_elides_the_queued_run_manifest(tmp_path: Path) -> None:
     """The manifest is kilobytes of JSON: the report names its size, --json holds it whole."""
-    from tests.test_preflight_cli import run_cli
+    from tests.preflight.test_cli import run_cli
 
     code, out, _ = run_cli("--stack", "b200", "--known")
     assert code == 0

@@ -21,7 +21,7 @@ import yaml
 from planning.versions import VERSIONS
 from preflight.cli import Result
 from tests.harness import REPO, run_stack, variant
-from tests.test_schemas import plain
+from tests.program.test_ray_schemas import plain
 
 SHARED = Path(os.environ.get("NEMO_RL_GKE_SHARED", str(REPO.parent / "shared")))
 CRDS = SHARED / "charts" / f"kueue-{VERSIONS.kueue_chart.value}" / "templates" / "crd"

@@ -8,7 +8,7 @@ import pytest
 
 from preflight.cli import Result
 from preflight.graph import build, layers, render
-from tests.test_preflight_cli import run_cli
+from tests.preflight.test_cli import run_cli
 
 
 def titles(result: Result) -> dict[str, str]:

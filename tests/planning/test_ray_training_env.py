@@ -166,7 +166,7 @@ def test_a_training_process_on_b200_gets_the_full_gib_environment(
     # Nothing on the pod replaces the image's library path.
     assert "LD_LIBRARY_PATH" not in {e["name"] for e in container["env"]}
     # What Ray's job manager gives the driver is not forwarded (real Ray shows why:
-    # tests/test_rendered_driver_under_ray.py, tests/engine/test_driver_under_ray.py).
+    # tests/program/test_ray_driver_under_ray.py, tests/engine/test_driver_under_ray.py).
     assert "CUDA_VISIBLE_DEVICES" not in driver
     assert "RAY_worker_niceness" not in driver
 

@@ -13,7 +13,7 @@ import pytest
 
 from stack_config import InvalidStackConfig, load_stack_config
 from stack_config.namespaces import gcp_keys
-from tests.test_stack_config import values
+from tests.stack_config.test_stack import values
 
 SECRET = "s3cr3t-value-never-shown"  # noqa: S105 - a fake, grepped for
 

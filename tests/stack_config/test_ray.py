@@ -17,7 +17,7 @@ from pydantic import StringConstraints, TypeAdapter, ValidationError
 from planning.ray import grpo_overrides
 from stack_config import InvalidStackConfig, StackConfig, load_stack_config
 from stack_config.ray import MAX_RAYJOB_NAME
-from tests.test_stack_config import error_for, gpu, values
+from tests.stack_config.test_stack import error_for, gpu, values
 
 
 def refused(**changes: Any) -> InvalidStackConfig:

@@ -19,7 +19,7 @@ import pytest
 from planning.ray import gib_shell_setup
 from planning.verify import GatePlan, GateSettings, StorageTarget, VerifyInputs, plan_gates
 from testbed.gate_standins import Scenario
-from tests.gates.harness import run_gate
+from tests.verify.harness import run_gate
 
 GATES = Path(__file__).resolve().parents[2] / "verify" / "gates"
 

@@ -2,7 +2,7 @@
 
 What `pulumi up` does with them against a real API server and provider is in
 tests/engine/test_local_cluster.py; what the scripts do with real tool output is in
-tests/gates/.
+tests/verify/.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from program.verify import verify_inputs
 from stack_config import load_stack_config
 from tests.conftest import committed
 from tests.harness import run_stack, stack_data, variant
-from tests.test_first_deploy_order import closure, named
-from tests.test_schemas import KUBERNETES_VERSION, plain
+from tests.program.test_order import closure, named
+from tests.program.test_ray_schemas import KUBERNETES_VERSION, plain
 
 JOB = "kubernetes:batch/v1:Job"
 
@@ -226,7 +226,7 @@ def test_the_scripts_configmap_carries_every_gate_script(b200: Result) -> None:
         plain(r.inputs) for r in b200.run.records if r.inputs.get("kind") == "ConfigMap"
     ]
     shipped = sorted(
-        p.name for p in (Path(__file__).resolve().parents[1] / "verify" / "gates").glob("*.sh")
+        p.name for p in (Path(__file__).resolve().parents[2] / "verify" / "gates").glob("*.sh")
     )
     assert sorted(configmap["data"]) == shipped
     for job in jobs(b200).values():

@@ -21,7 +21,7 @@ from planning.verify import plan_gates, plan_smoke
 from program.verify import verify_inputs
 from stack_config import InvalidStackConfig, StackConfig, load_stack_config
 from tests.harness import run_stack
-from tests.test_stack_config import values
+from tests.stack_config.test_stack import values
 
 NODES = st.one_of(st.sampled_from([0, 0, 0, 1, 2, 1000]), st.integers(0, 1000))
 

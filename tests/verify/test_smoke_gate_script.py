@@ -1,6 +1,6 @@
 """verify/gates/grpo_smoke.py as the pod runs it (its environment from planning.verify.smoke_env).
 
-Its runs against a real Ray head are in tests/test_rendered_driver_under_ray.py (passing) and
+Its runs against a real Ray head are in tests/program/test_ray_driver_under_ray.py (passing) and
 tests/engine/test_driver_under_ray.py (failing); here, what it does when no Ray answers. Its verdict
 is read with `make verify`'s parser.
 """
@@ -14,8 +14,8 @@ from typing import Any
 
 from planning.verify import GATES_DIR, SMOKE_SCRIPT, SmokePlan, plan_smoke, smoke_env
 from program.verify import verify_inputs
-from tests.gates.harness import run_smoke_script
-from tests.test_verification import config
+from tests.program.test_verify import config
+from tests.verify.harness import run_smoke_script
 from verify.results import parse_message
 
 

@@ -1,6 +1,6 @@
 """The GRPO smoke gate as planned and as the program emits it (mock runtime).
 
-What its script does with Ray's job API is in tests/gates/test_smoke_gate_script.py; what
+What its script does with Ray's job API is in tests/verify/test_smoke_gate_script.py; what
 `pulumi up` does with it against a real API server, operator and provider is in
 tests/engine/test_local_cluster.py.
 """
@@ -21,11 +21,11 @@ from program.verify import verify_inputs
 from stack_config import InvalidStackConfig, load_stack_config
 from testbed.nemo_rl_standin.config_rules import apply_overrides, load_config
 from tests.harness import by_name, run_stack, stack_data, variant
-from tests.test_first_deploy_order import closure, named
-from tests.test_nemo_rl_configs import CONFIGS
-from tests.test_nemo_rl_configs import pytestmark as needs_nemo_rl_configs
-from tests.test_schemas import KUBERNETES_VERSION, plain
-from tests.test_verification import config
+from tests.planning.test_ray_nemo_rl_configs import CONFIGS
+from tests.planning.test_ray_nemo_rl_configs import pytestmark as needs_nemo_rl_configs
+from tests.program.test_order import closure, named
+from tests.program.test_ray_schemas import KUBERNETES_VERSION, plain
+from tests.program.test_verify import config
 
 SMOKE = {"grpoSmoke": {"enabled": True}}
 

@@ -329,7 +329,7 @@ def test_rdma_workers_are_wired_per_gpu(stack_name: str, tuner: str, accel: str)
     # refuses a group that also sets them in rayStartParams (utils/validation.go).
     assert worker["resources"] == {"GPU": "8", "nemo_rl_gib": "1"}
     assert not {"num-cpus", "num-gpus", "memory", "resources"} & set(worker["rayStartParams"])
-    # The object store sized with /dev/shm (tests/test_ray_object_store.py asks Ray about it).
+    # The object store sized with /dev/shm (tests/planning/test_ray_object_store.py asks Ray).
     assert worker["rayStartParams"]["object-store-memory"] == str(186 * 2**30)
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
     assert container["resources"]["requests"] == container["resources"]["limits"]

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from testbed.gate_standins import Scenario
-from tests.gates.harness import run_gate
-from tests.gates.test_gate_scripts import b200
+from tests.verify.harness import run_gate
+from tests.verify.test_gate_scripts import b200
 from verify.results import exit_code, latest_jobs, parse_message, report, table
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from planning.versions import VERSIONS
 from testbed.gobuild import Piece, build, check_pins, module_dir
+from testbed.versions import TESTBED_VERSIONS as VERSIONS
 
 KUBERNETES = VERSIONS.engine_kubernetes.value
 _MAJOR, _MINOR = re.match(r"v(\d+)\.(\d+)\.", KUBERNETES).groups()  # type: ignore[union-attr]

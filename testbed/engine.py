@@ -19,8 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from planning.versions import VERSIONS
 from testbed.gobuild import Piece, build, check_pins, module_dir
+from testbed.versions import TESTBED_VERSIONS as VERSIONS
 
 REPO = Path(__file__).resolve().parent.parent
 ENGINE = REPO / ".tools" / "engine"

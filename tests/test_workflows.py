@@ -51,8 +51,9 @@ def test_every_pulumi_step_runs_the_cli_the_engine_tests_run() -> None:
     """pulumi/actions installs the newest CLI unless told; the workflows pin the versions
     table's, which is the release the engine test bed builds and tests with."""
     from planning.versions import VERSIONS
+    from testbed.versions import TESTBED_VERSIONS
 
-    assert VERSIONS.engine_pulumi_cli.value == f"v{VERSIONS.pulumi_cli.value}"
+    assert TESTBED_VERSIONS.engine_pulumi_cli.value == f"v{VERSIONS.pulumi_cli.value}"
     steps = [
         step for job in _workflow("preview.yml")["jobs"].values() for step in _pulumi_steps(job)
     ]

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from planning.versions import VERSIONS
 from testbed import cluster_pieces, engine, gobuild
 from testbed.cluster_agent import crd_apply_args
 from testbed.local_cluster import machine_shape, stack_nodes
 from testbed.processes import Processes
+from testbed.versions import TESTBED_VERSIONS as VERSIONS
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -5,9 +5,32 @@ from __future__ import annotations
 import pytest
 
 from preflight.cli import Result
+from tests.checkout import changes, checkout_status
 from tests.harness import STACKS, run_stack
 
 _CACHE: dict[str, Result] = {}
+STATUS_AT_START = pytest.StashKey[str | None]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Note the checkout's git status before any test runs."""
+    session.config.stash[STATUS_AT_START] = checkout_status()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when a test changed the checkout (tests work on copies of the project).
+
+    Judged once, by the process that started the run (pytest-xdist's workers skip it)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    before = session.config.stash.get(STATUS_AT_START, None)
+    after = checkout_status()
+    if before is None or after is None:
+        return
+    added = changes(before, after)
+    if added:
+        print("\nthe tests changed the checkout:\n  " + "\n  ".join(added))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(params=STACKS)

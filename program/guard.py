@@ -60,10 +60,9 @@ def replacement_values(cfg: StackConfig) -> dict[str, Any]:
 
 
 CHECKPOINT_READ_TRIES = 6
-"""How often the guard reads its stack's last outputs when the backend's read fails midway.
-The engine writes this stack's checkpoint while the program starts, and the file backend
-(gocloud's fileblob) rewrites the checkpoint's `.attrs` file in place: a read at that moment
-fails with "failed to load checkpoint: EOF" (seen in the engine tests). A moment later it reads."""
+"""How often the guard reads its stack's last outputs when the backend's read fails midway: the
+file backend (gocloud's fileblob) rewrites the checkpoint's `.attrs` file in place while the
+engine saves the stack, and a read at that moment fails with "failed to load checkpoint: EOF"."""
 
 
 def read_with_retries(

@@ -29,7 +29,7 @@ from stack_config.labels import label_format_problem
 from stack_config.network import NetworkConfig, address_plan_problems, planned_rdma_cidrs
 from stack_config.queue import QueueConfig, queue_enabled, queue_problems
 from stack_config.ray import RayConfig
-from stack_config.secrets import SECRET_KEYS as SECRET_KEYS  # moved to secrets.py; kept here
+from stack_config.secrets import SECRET_KEYS as SECRET_KEYS  # re-exported; defined in secrets.py
 from stack_config.storage import BucketConfig, LustreConfig, shared_storage_problems
 from stack_config.verify import VerifyConfig
 

@@ -1,7 +1,7 @@
 """The test bed agent: what containers would have done, where the program relies on it.
 
-Under kwok no container runs. Two effects matter to the program, and the agent performs
-them, saying so in its log:
+Under kwok no container runs. Where the program relies on a container's effect, the agent
+produces it, saying so in its log:
 
 - the KubeRay CRD Job's container runs `kubectl apply --server-side ... -f <CRD URLs>`: when
   a pod of a `kuberay-crds-*` Job is scheduled, the agent runs the same apply (same field

@@ -375,8 +375,8 @@ def _start(processes: Processes) -> Cluster:
         "--cidr=127.100.0.0/16", "--node-ip=127.0.0.1", "--server-address=127.0.0.1:0",
         # Nodes heartbeat through Leases, as kubelets do. kwok defaults this only when its
         # config file holds a KwokConfiguration (ours holds Stages); without it no Lease is
-        # kept, the node controller marks every node NotReady each ~55 s and marks the pods
-        # on them not Ready, which kwok never undoes: Deployments then never become available.
+        # kept, the node controller marks every node NotReady and the pods on them not Ready,
+        # which kwok never undoes: Deployments then never become available.
         "--node-lease-duration-seconds=40",
     ])  # fmt: skip
     cluster = Cluster(api_port=api_port, etcd_port=etcd_port, bins=bins)

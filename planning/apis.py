@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from planning.resource_types import PROJECT_SERVICE
+
 RESOURCE_APIS: Final[dict[str, tuple[str, str]]] = {
     # resource type prefix -> (API, what of ours needs it)
     "gcp:compute/": (
@@ -48,7 +50,7 @@ RUNTIME_APIS: Final[dict[str, str]] = {
     ),
 }
 
-MANAGED_TYPE = "gcp:projects/service:Service"
+MANAGED_TYPE: Final = PROJECT_SERVICE
 """The resource that enables an API; it needs only Service Usage, which is on before it."""
 
 

@@ -141,3 +141,9 @@ def profile_for_accelerator(accelerator_type: str) -> GpuProfile | None:
 def extra_gvnic_networks(row: GpuProfile) -> int:
     """Additional gVNIC networks a node of this shape attaches (beyond the cluster VPC)."""
     return row.host_nics - 1
+
+
+def machine_family(machine_type: str) -> str:
+    """`a4-highgpu-8g` -> `a4-highgpu`: the machine series and shape without its size, the
+    prefix Google sells capacity by."""
+    return machine_type.rsplit("-", 1)[0]

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from ipaddress import IPv4Network
+from ipaddress import IPv4Network, ip_network
 from itertools import combinations
+from typing import Any
+
+RDMA_MTU = 8896
+"""RoCE VPC MTU recommended by https://docs.cloud.google.com/vpc/docs/rdma-network-profiles."""
 
 
 def consecutive_subnets(after: IPv4Network, count: int) -> list[IPv4Network]:
@@ -72,3 +76,29 @@ def duplicates(networks: Sequence[IPv4Network]) -> list[IPv4Network]:
             dups.append(net)
         seen.add(net)
     return dups
+
+
+def cidr_shrinks_or_moves(old: Any, new: Any) -> bool:
+    """Whether changing a subnet's range from `old` to `new` recreates the subnet.
+
+    GCP can only grow a subnet's primary range in place, so the Terraform provider forces a new
+    subnet when the new range lacks the old one's first or last address (google-beta's
+    `IsShrinkageIpCidr`, resource_compute_subnetwork.go). A list of ranges (the RDMA subnets,
+    one per NIC) is compared element by element, and a list of another length recreates. A
+    value that is not a range counts as a move: nothing safer can be said about it.
+    """
+    olds = old if isinstance(old, list | tuple) else [old]
+    news = new if isinstance(new, list | tuple) else [new]
+    if len(olds) != len(news):
+        return True
+    try:
+        pairs = [
+            (ip_network(str(before), strict=False), ip_network(str(after), strict=False))
+            for before, after in zip(olds, news, strict=True)
+        ]
+    except ValueError:
+        return True
+    return any(
+        not (before.network_address in after and before.broadcast_address in after)
+        for before, after in pairs
+    )

@@ -7,6 +7,13 @@ the engine's cascade to what depends on it, and what is lost with it. The README
 check each row against the plan the real engine makes; the program refuses, in a protected
 stack, a change that recreates the GPU pool, the Lustre instance or the cluster
 (`refusals`).
+
+This is a different fact from what the provider replaces on (`pulumi_offline.gcp_force_new`,
+resource by resource, property by property): it is about config keys, the engine's cascade and
+what a user loses, and it is what the program itself reads, so it lives in the platform.
+preflight's tests plan every row's change with the provider facts and check that it recreates
+what the row says. The one rule both need, when a subnet's new range recreates it, is
+`planning.network.cidr_shrinks_or_moves`.
 """
 
 from __future__ import annotations
@@ -14,10 +21,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from ipaddress import IPv4Network
 from typing import Any
 
 from planning.naming import PROJECT
+from planning.network import cidr_shrinks_or_moves
 
 
 class Guarded(enum.Enum):
@@ -30,20 +37,6 @@ class Guarded(enum.Enum):
 
 def _differs(old: Any, new: Any) -> bool:
     return bool(old != new)
-
-
-def _cidr_shrinks_or_moves(old: Any, new: Any) -> bool:
-    """A subnet is recreated when its new range lacks an address of the old one (google-beta
-    `IsShrinkageIpCidr`); growing it in place is an update."""
-
-    def ranges(value: Any) -> list[IPv4Network]:
-        values = value if isinstance(value, list) else [value]
-        return [IPv4Network(str(v)) for v in values]
-
-    before, after = ranges(old), ranges(new)
-    if len(before) != len(after):
-        return True
-    return any(not b.subnet_of(a) for b, a in zip(before, after, strict=True))
 
 
 LOSE_JOBS = "running jobs on the GPU nodes"
@@ -167,7 +160,7 @@ ROWS: tuple[Row, ...] = (
         loses="everything on the cluster: jobs, reserved capacity, in-cluster state",
         because="a subnet range that shrinks or moves is replaced (CustomizeDiff); the cluster's"
         " subnetwork is ForceNew, so the engine replaces the cluster and with it the pools",
-        changes=_cidr_shrinks_or_moves,
+        changes=cidr_shrinks_or_moves,
     ),
     Row(
         key=f"{PROJECT}:network.gvnicCidr",
@@ -176,7 +169,7 @@ ROWS: tuple[Row, ...] = (
         loses=f"{LOSE_JOBS}; {LOSE_RESERVED}",
         because="a subnet range that shrinks or moves is replaced; the GPU pool's additional"
         " node networks are ForceNew",
-        changes=_cidr_shrinks_or_moves,
+        changes=cidr_shrinks_or_moves,
     ),
     Row(
         key=f"{PROJECT}:network.rdmaCidrs",
@@ -185,7 +178,7 @@ ROWS: tuple[Row, ...] = (
         loses=f"{LOSE_JOBS}; {LOSE_RESERVED}",
         because="a subnet range that shrinks or moves is replaced; the GPU pool's additional"
         " node networks are ForceNew",
-        changes=_cidr_shrinks_or_moves,
+        changes=cidr_shrinks_or_moves,
     ),
     Row(
         key=f"{PROJECT}:name",

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 from pulumi_policy import ResourceValidationArgs
 
+from planning.resource_types import BUCKET, CLUSTER, LUSTRE, PERSISTENT_VOLUME
 from policies.base import Config, resource_policy
 from policies.props import get_bool, get_map, get_str
-from policies.resource_types import BUCKET, CLUSTER, LUSTRE, PERSISTENT_VOLUME
 
 LUSTRE_CSI = "lustre.csi.storage.gke.io"
 

@@ -7,9 +7,9 @@ from ipaddress import IPv4Network, ip_network
 
 from pulumi_policy import PolicyResource, ResourceValidationArgs
 
+from planning.resource_types import CLUSTER, FIREWALL, GLOBAL_ADDRESS, NETWORK, NODE_POOL
 from policies.base import Config, last_segment, of_type, resource_policy, stack_policy
 from policies.props import get_bool, get_list, get_map, get_requested_list, get_str
-from policies.resource_types import CLUSTER, FIREWALL, GLOBAL_ADDRESS, NETWORK, NODE_POOL
 
 WORLD = ("0.0.0.0/0", "::/0")
 LUSTRE_PORTS = ("988", "6988")

@@ -8,27 +8,46 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, ResourceValidationArgs
 
-from planning.catalog import GPU_CATALOG, profile_for_accelerator
+from planning.catalog import (
+    GPU_CATALOG,
+    extra_gvnic_networks,
+    machine_family,
+    profile_for_accelerator,
+)
+from planning.network import RDMA_MTU
+from planning.resource_types import NETWORK, NODE_POOL, SUBNETWORK
 from policies.base import Config, last_segment, of_type, resource_policy, stack_policy
 from policies.firewall import roce_network_names
 from policies.props import as_int, get_list, get_map, get_str
-from policies.resource_types import NETWORK, NODE_POOL, SUBNETWORK
 
 ROCE_ZONE = re.compile(r"networkProfiles/([a-z]+-[a-z]+[0-9]+-[a-z])-vpc-roce")
 ZONAL_ROCE_PROFILE = re.compile(
     r"(^|/)networkProfiles/[a-z]+-[a-z]+[0-9]+-[a-z]-vpc-roce(-metal)?$"
 )
 
-# machine type -> (accelerator, GPUs): the catalog rows plus every G2 size
-# (https://cloud.google.com/compute/docs/accelerator-optimized-machines, G2 section).
+_L4 = GPU_CATALOG["l4"].accelerator_type
+# machine type -> (accelerator, GPUs): every G2 size
+# (https://cloud.google.com/compute/docs/accelerator-optimized-machines, G2 section), then the
+# catalog's rows, which win where both name a machine.
 MACHINE_ACCELERATORS: dict[str, tuple[str, int]] = {
-    row.machine_type: (row.accelerator_type, row.gpus_per_node) for row in GPU_CATALOG.values()
+    **{f"g2-standard-{n}": (_L4, 1) for n in (4, 8, 12, 16, 32)},
+    "g2-standard-24": (_L4, 2),
+    "g2-standard-48": (_L4, 4),
+    "g2-standard-96": (_L4, 8),
+    **{row.machine_type: (row.accelerator_type, row.gpus_per_node) for row in GPU_CATALOG.values()},
 }
-MACHINE_ACCELERATORS.update(
-    {f"g2-standard-{n}": ("nvidia-l4", 1) for n in (4, 8, 12, 16, 32)}
-    | {"g2-standard-24": ("nvidia-l4", 2), "g2-standard-48": ("nvidia-l4", 4)}
-    | {"g2-standard-96": ("nvidia-l4", 8)}
+
+RESERVATION_ONLY_FAMILIES: list[str] = sorted(
+    {
+        machine_family(row.machine_type)
+        for row in GPU_CATALOG.values()
+        if "on-demand" not in row.capacity_types
+    }
+    | {"a4x-highgpu"}
 )
+"""Machine families Google does not sell on demand: the catalog's rows without on-demand
+capacity (A4, A3 Ultra), plus A4X, which has no catalog row (no stack of this program can ask
+for it) but stays listed so that a pool written by hand is judged like A4."""
 
 
 def _roce_profile(args: ResourceValidationArgs, config: Config) -> Iterator[str]:
@@ -52,9 +71,11 @@ rdma_network_profile = resource_policy(
     check=_roce_profile,
     remediation=(
         "Set network_profile to projects/<p>/global/networkProfiles/<zone>-vpc-roce (the GPU"
-        " zone) and mtu to 8896; both are immutable, so the network is replaced."
+        f" zone) and mtu to {RDMA_MTU}; both are immutable, so the network is replaced."
     ),
-    properties={"mtu": {"type": "integer", "default": 8896, "description": "Required RoCE MTU."}},
+    properties={
+        "mtu": {"type": "integer", "default": RDMA_MTU, "description": "Required RoCE MTU."}
+    },
 )
 
 
@@ -87,7 +108,9 @@ def _pool_nics(
         extra = get_list(get_map(pool.props, "networkConfig"), "additionalNodeNetworkConfigs")
         nets = [last_segment(get_str(e, "network")) for e in extra]
         subs = [last_segment(get_str(e, "subnetwork")) for e in extra]
-        expected = int(config["gvnicNetworks"]) + row.rdma_nics
+        configured = config["gvnicNetworks"]
+        gvnics = extra_gvnic_networks(row) if configured is None else int(configured)
+        expected = gvnics + row.rdma_nics
         if len(extra) != expected:
             yield (
                 f"attaches {len(extra)} extra networks; {row.machine_type} needs exactly"
@@ -96,14 +119,14 @@ def _pool_nics(
                 pool,
             )
             continue
-        gvnic, rdma = nets[: int(config["gvnicNetworks"])], nets[int(config["gvnicNetworks"]) :]
+        gvnic, rdma = nets[:gvnics], nets[gvnics:]
         if any(n in roce for n in gvnic):
             yield ("attaches a RoCE network where the gVNIC network belongs (first slot)", pool)
         if len(set(rdma)) != 1 or next(iter(set(rdma))) not in roce:
             found = sorted(set(map(str, rdma)))
             yield (f"RDMA slots must all use one RoCE network, got {found}", pool)
             continue
-        rdma_subs = subs[int(config["gvnicNetworks"]) :]
+        rdma_subs = subs[gvnics:]
         if len(set(rdma_subs)) != len(rdma_subs):
             yield ("attaches the same RDMA subnet twice; each NIC needs its own", pool)
         network = next(iter(set(rdma)))
@@ -134,10 +157,11 @@ gpu_pool_nics = stack_policy(
     ),
     properties={
         "gvnicNetworks": {
-            "type": "integer",
-            "default": 1,
+            "type": ["integer", "null"],
+            "default": None,
             "minimum": 0,
-            "description": "gVNIC networks expected before the RDMA subnets.",
+            "description": "gVNIC networks expected before the RDMA subnets (null: the GPU"
+            " catalog's count for the pool's machine).",
         }
     },
 )
@@ -206,7 +230,7 @@ gpu_capacity_sold = resource_policy(
         "reservationOnlyFamilies": {
             "type": "array",
             "items": {"type": "string"},
-            "default": ["a4-highgpu", "a3-ultragpu", "a4x-highgpu"],
+            "default": RESERVATION_ONLY_FAMILIES,
             "description": "Machine-type prefixes not sold on demand.",
         }
     },

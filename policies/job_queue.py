@@ -17,27 +17,28 @@ from planning.queue import (
     NODEPOOL_LABEL,
     QUEUE_LABEL,
 )
+from planning.resource_types import (
+    CLUSTER_QUEUE,
+    NODE_POOL,
+    POD,
+    POD_TEMPLATE_OWNERS,
+    RAY_JOB,
+    RAY_KINDS,
+    RESOURCE_FLAVOR,
+)
 from policies.base import Config, of_type, resource_policy, stack_policy
 from policies.props import as_int, get_list, get_map, get_str
 from policies.quota import max_nodes
-from policies.resource_types import (
-    CLUSTER_QUEUE,
-    NODE_POOL,
-    POD_TEMPLATE_OWNERS,
-    RESOURCE_FLAVOR,
-)
-
-RAY_KINDS = ("kubernetes:ray.io/v1:RayCluster", "kubernetes:ray.io/v1:RayJob")
 
 
 def pod_specs(resource_type: str, props: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
     """Every pod spec a workload object creates pods from."""
     spec = get_map(props, "spec")
-    if resource_type == "kubernetes:core/v1:Pod":
+    if resource_type == POD:
         yield spec
         return
     if resource_type in RAY_KINDS:
-        cluster = get_map(spec, "rayClusterSpec") if resource_type.endswith("RayJob") else spec
+        cluster = get_map(spec, "rayClusterSpec") if resource_type == RAY_JOB else spec
         groups = [get_map(cluster, "headGroupSpec"), *get_list(cluster, "workerGroupSpecs")]
         for group in groups:
             if isinstance(group, Mapping):

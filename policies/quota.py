@@ -10,9 +10,9 @@ from typing import Any
 from pulumi_policy import PolicyResource, ResourceValidationArgs
 
 from planning.catalog import profile_for_accelerator
+from planning.resource_types import LUSTRE, NODE_POOL
 from policies.base import Config, of_type, resource_policy, stack_policy
 from policies.props import as_int, get_int, get_list, get_map, get_str, region_of
-from policies.resource_types import LUSTRE, NODE_POOL
 
 
 @dataclass(frozen=True)

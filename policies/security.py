@@ -15,6 +15,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, PolicyResource, ResourceValidationArgs
 
+from planning.resource_types import CLUSTER, NODE_POOL, POD_TEMPLATE_OWNERS, SUBNETWORK
 from policies.base import Config, last_segment, of_type, resource_policy, stack_policy
 from policies.firewall import roce_network_names
 from policies.props import (
@@ -26,7 +27,6 @@ from policies.props import (
     has_key,
     known_items,
 )
-from policies.resource_types import CLUSTER, NODE_POOL, POD_TEMPLATE_OWNERS, SUBNETWORK
 
 DEFAULT_COMPUTE_SA = re.compile(r"^\d+-compute@developer\.gserviceaccount\.com$")
 

@@ -267,10 +267,7 @@ def main(
             known=args.known,
             reservations=args.reservations,
         )
-    except (StackFileError, PolicyConfigError, FixtureError) as error:
-        print(f"preflight: {error}", file=err)
-        return EXIT_USAGE
-    except InvalidStackConfig as error:
+    except (StackFileError, PolicyConfigError, FixtureError, InvalidStackConfig) as error:
         print(f"preflight: {error}", file=err)
         return EXIT_USAGE
     except ProgramError as error:

@@ -15,9 +15,8 @@ from typing import Any
 
 import yaml
 
+from planning.resource_types import HELM_RELEASE
 from preflight.mock_run import ProgramRun
-
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 def _pods_of_raycluster(

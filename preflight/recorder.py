@@ -12,6 +12,7 @@ from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.rpc import UNKNOWN
 
+from planning.resource_types import STACK
 from pulumi_offline.bridge_diff import apply_check_defaults
 from pulumi_offline.gcp_force_new import FACTS
 
@@ -99,7 +100,7 @@ class RecordingMonitor(MockMonitor):
         if request.custom:
             with_check_defaults(request.type, request.object)
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
-        if request.type == "pulumi:pulumi:Stack":
+        if request.type == STACK:
             return response
         provider = request.provider.rsplit("::", 1)[0] if request.provider else None
         record = Record(

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from planning import resource_types as rt
 from planning.storage import aggregate_throughput_mbps
 from preflight.mock_run import ProgramRun
 from preflight.policy_runner import PolicyInfo, Violation
@@ -14,24 +15,19 @@ from preflight.recorder import Record
 
 # Properties worth a glance in the tree, per type (wire names).
 KEY_PROPERTIES: dict[str, tuple[str, ...]] = {
-    "gcp:compute/network:Network": ("name", "mtu", "networkProfile"),
-    "gcp:compute/subnetwork:Subnetwork": ("name", "ipCidrRange", "region"),
-    "gcp:compute/firewall:Firewall": ("name", "sourceRanges"),
-    "gcp:compute/router:Router": ("name", "region"),
-    "gcp:compute/routerNat:RouterNat": ("name",),
-    "gcp:compute/globalAddress:GlobalAddress": ("name", "prefixLength", "purpose"),
-    "gcp:container/cluster:Cluster": ("name", "location", "minMasterVersion"),
-    "gcp:container/nodePool:NodePool": ("name", "nodeLocations"),
-    "gcp:lustre/instance:Instance": ("instanceId", "capacityGib", "perUnitStorageThroughput"),
-    "gcp:storage/bucket:Bucket": ("name", "location"),
-    "gcp:serviceaccount/account:Account": ("accountId",),
-    "kubernetes:helm.sh/v3:Release": ("chart", "version", "namespace"),
+    rt.NETWORK: ("name", "mtu", "networkProfile"),
+    rt.SUBNETWORK: ("name", "ipCidrRange", "region"),
+    rt.FIREWALL: ("name", "sourceRanges"),
+    rt.ROUTER: ("name", "region"),
+    rt.ROUTER_NAT: ("name",),
+    rt.GLOBAL_ADDRESS: ("name", "prefixLength", "purpose"),
+    rt.CLUSTER: ("name", "location", "minMasterVersion"),
+    rt.NODE_POOL: ("name", "nodeLocations"),
+    rt.LUSTRE: ("instanceId", "capacityGib", "perUnitStorageThroughput"),
+    rt.BUCKET: ("name", "location"),
+    rt.SERVICE_ACCOUNT: ("accountId",),
+    rt.HELM_RELEASE: ("chart", "version", "namespace"),
 }
-
-NODE_POOL = "gcp:container/nodePool:NodePool"
-RAYJOB = "kubernetes:ray.io/v1:RayJob"
-NETWORK = "gcp:compute/network:Network"
-LUSTRE = "gcp:lustre/instance:Instance"
 
 
 def display_type(type_: str) -> str:
@@ -140,13 +136,13 @@ def summarize(run: ProgramRun) -> Summary:
     by_type = Counter(r.type for r in run.records)
     roce_networks = {
         r.inputs.get("name")
-        for r in run.by_type(NETWORK)
+        for r in run.by_type(rt.NETWORK)
         if str(r.inputs.get("networkProfile", "")).endswith("-vpc-roce")
     }
     pools: list[dict[str, Any]] = []
     total = 0
     rdma_nics = 0
-    for pool in run.by_type(NODE_POOL):
+    for pool in run.by_type(rt.NODE_POOL):
         inputs = pool.inputs
         node_config = inputs.get("nodeConfig") or {}
         accels = node_config.get("guestAccelerators") or []
@@ -169,7 +165,7 @@ def summarize(run: ProgramRun) -> Summary:
             }
         )
     lustre = []
-    for inst in run.by_type(LUSTRE):
+    for inst in run.by_type(rt.LUSTRE):
         capacity = int(inst.inputs.get("capacityGib", 0))
         tier = int(inst.inputs.get("perUnitStorageThroughput", 0))
         lustre.append(
@@ -180,7 +176,7 @@ def summarize(run: ProgramRun) -> Summary:
                 "aggregateMBps": round(aggregate_throughput_mbps(tier, capacity)),
             }
         )
-    runs = [_run_summary(job, run) for job in run.by_type(RAYJOB)]
+    runs = [_run_summary(job, run) for job in run.by_type(rt.RAY_JOB)]
     return Summary(
         runs=runs,
         resources=len(run.records),
@@ -203,7 +199,7 @@ def _run_summary(job: Record, run: ProgramRun) -> dict[str, Any]:
         groups = spec["rayClusterSpec"].get("workerGroupSpecs") or []
         workers = sum(int(_num(g.get("replicas", 0))) for g in groups)
     else:
-        for cluster in run.by_type("kubernetes:ray.io/v1:RayCluster"):
+        for cluster in run.by_type(rt.RAY_CLUSTER):
             groups = (cluster.inputs.get("spec") or {}).get("workerGroupSpecs") or []
             workers = sum(int(_num(g.get("replicas", 0))) for g in groups)
     return {

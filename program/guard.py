@@ -20,12 +20,11 @@ from typing import Any
 import pulumi
 
 from planning.replacements import refusals
+from planning.resource_types import READ_STACK_OUTPUTS
 from stack_config import StackConfig
 
 REPLACEMENT_EXPORT = "replacementConfig"
 """The stack output holding the values `replacement_values` returns."""
-READ_STACK_OUTPUTS = "pulumi:pulumi:readStackOutputs"
-"""The engine's built-in invoke behind StackReference (pkg/resource/deploy/builtins.go)."""
 
 
 class ReplacementRefused(pulumi.RunError):

@@ -1,15 +1,16 @@
 """How pulumi-gcp (a Terraform provider behind pulumi-terraform-bridge) plans a change.
 
-Given what a resource type replaces on (`TypeFacts`), `diff_inputs` compares a resource's old
-and new inputs the way the bridge reports it to the engine:
+Follows pulumi-terraform-bridge v3.136.0 (commit 59de6c661d, the release whose source the
+shared reference facts were read from; no source here states which bridge release pulumi-gcp
+10.2.0 was built with). Given what a resource type replaces on (`TypeFacts`), `diff_inputs`
+compares a resource's old and new inputs the way the bridge reports it to the engine:
 
 - `detailed_diff` keys are full property paths (`nodeConfig.guestAccelerators[0].type`), each
   with a kind (ADD, DELETE, UPDATE) that carries `_REPLACE` when the change forces a new
   resource;
 - `replaces` holds top-level property names only: every key is cut at its first `.` or `[`
-  (pulumi-terraform-bridge v3.136.0 `pkg/tfbridge/provider.go:1236-1257`); a replacement that
-  Terraform's CustomizeDiff forces on a field that is not ForceNew is reported as `__meta`
-  (`detailed_diff.go:800-812`);
+  (`pkg/tfbridge/provider.go:1236-1257`); a replacement that Terraform's CustomizeDiff forces
+  on a field that is not ForceNew is reported as `__meta` (`detailed_diff.go:800-812`);
 - `delete_before_replace` follows the bridge's rule (`provider.go:1275`): a replacement of a
   resource whose auto-named input the program set (or with an explicit override) deletes the
   old resource first;
@@ -25,12 +26,15 @@ at every object level the inputs have), so policies see them as they do under th
 The same code serves two tables: the engine test bed's stand-in provider reads the facts
 gathered from the Terraform, pulumi-gcp and bridge sources (shared test data), and preflight
 carries its own for the properties this program sets (`pulumi_offline.gcp_force_new`).
+
+It cannot prove what Terraform's own plan decides beyond those facts: a CustomizeDiff rule the
+table does not list, a diff suppression other than "a name and a self link of the same
+object", or whether an in-place update then succeeds at the Google API.
 """
 
 from __future__ import annotations
 
 import enum
-import ipaddress
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -302,17 +306,6 @@ def _deletes_first(facts: TypeFacts, news: Mapping[str, Any]) -> bool:
     # The bridge does not look at whether the name changed: a name the program chose is
     # enough (pulumi-terraform-bridge pkg/tfbridge/schema.go:195-246).
     return news.get(facts.autoname) is not None and facts.autoname not in filled
-
-
-def cidr_shrinks_or_moves(old: Any, new: Any) -> bool:
-    """google-beta's `IsShrinkageIpCidr`: the new range lacks the old one's first or last
-    address (a pure expansion is an in-place update)."""
-    try:
-        before = ipaddress.ip_network(str(old), strict=False)
-        after = ipaddress.ip_network(str(new), strict=False)
-    except ValueError:
-        return True
-    return not (before.network_address in after and before.broadcast_address in after)
 
 
 def true_to_false(old: Any, new: Any) -> bool:

@@ -1,6 +1,7 @@
 """Read a stack or project file the way the Pulumi CLI reads it, within fixed bounds.
 
-The CLI (sdk/go/common/workspace, encoding.YAML) decodes these files with gopkg.in/yaml.v3 into
+Follows gopkg.in/yaml.v3 v3.0.1, the YAML library of the Pulumi CLI v3.276.0 the test bed
+builds (its go.mod), which decodes these files (sdk/go/common/workspace, encoding.YAML) into
 plain Go values. This reader follows yaml.v3 where the two disagree with PyYAML's defaults, so
 preflight sees what the engine would hand the program:
 
@@ -15,6 +16,10 @@ It never builds a Python object from a tag and never recurses, so any input is r
 and memory bounded by MAX_FILE_BYTES, MAX_DEPTH and MAX_NODES, which are far above any real
 stack file and far below what would take seconds. Where preflight stops earlier than the CLI
 (a file over 256 KiB, nesting past 64 levels, more than one document), the message says so.
+
+The text is tokenised by PyYAML's parser, not yaml.v3's: where the two parsers disagree on
+syntax itself (rather than on what a scalar means), it cannot prove the CLI reads the file the
+same way.
 """
 
 from __future__ import annotations

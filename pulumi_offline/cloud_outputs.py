@@ -1,24 +1,30 @@
 """Which outputs the cloud fills in, per resource type: what a first preview cannot know.
 
-A resource's create returns every output its provider always fills (for pulumi-gcp, bridged
-from Terraform: each Required and each Computed attribute). When the program leaves one of
-them out, GCP picks it, so during a preview it is unknown; a few (the provider's project,
-`deletionPolicy`, the effective labels) are known at plan time because Terraform's
-CustomizeDiff sets them from the provider configuration and the program's labels.
+Follows pulumi-gcp 10.2.0's resource schemas as its Python SDK types them. A resource's create
+returns every output its provider always fills (for pulumi-gcp, bridged from Terraform: each
+Required and each Computed attribute). When the program leaves one of them out, GCP picks it,
+so during a preview it is unknown; a few (the provider's project, `deletionPolicy`, the
+effective labels) are known at plan time because Terraform's CustomizeDiff sets them from the
+provider configuration and the program's labels.
 
-These lists are preflight's own, written out from pulumi-gcp 10.2.0's resource schemas (the
-SDK types those outputs `Output[T]`, never `Output[Optional[T]]`); the engine test bed's
-stand-in provider derives the same from the SDK's types at run time, and a test compares the
-two, resource by resource.
+These lists are written out from the SDK (it types those outputs `Output[T]`, never
+`Output[Optional[T]]`) rather than read from it at run time, which would cost preflight about
+a second per run; a test compares them with the SDK's types, resource by resource, and the
+engine test bed's stand-in provider reads the SDK itself.
+
+It names which outputs are unknown, never their values, and knows only the types the program
+creates (`planning.resource_types.GCP_RESOURCES`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
+from planning import resource_types as rt
+
 CLOUD_FILLED: dict[str, frozenset[str]] = {
-    "gcp:compute/network:Network": frozenset(
+    rt.NETWORK: frozenset(
         {
             "bgpAlwaysCompareMed",
             "bgpBestPathSelectionMode",
@@ -33,7 +39,7 @@ CLOUD_FILLED: dict[str, frozenset[str]] = {
             "selfLink",
         }
     ),
-    "gcp:compute/subnetwork:Subnetwork": frozenset(
+    rt.SUBNETWORK: frozenset(
         {
             "allowSubnetCidrRoutesOverlap",
             "creationTimestamp",
@@ -57,7 +63,7 @@ CLOUD_FILLED: dict[str, frozenset[str]] = {
             "subnetworkId",
         }
     ),
-    "gcp:compute/firewall:Firewall": frozenset(
+    rt.FIREWALL: frozenset(
         {
             "creationTimestamp",
             "destinationRanges",
@@ -68,8 +74,8 @@ CLOUD_FILLED: dict[str, frozenset[str]] = {
             "selfLink",
         }
     ),
-    "gcp:compute/router:Router": frozenset({"creationTimestamp", "name", "region", "selfLink"}),
-    "gcp:compute/routerNat:RouterNat": frozenset(
+    rt.ROUTER: frozenset({"creationTimestamp", "name", "region", "selfLink"}),
+    rt.ROUTER_NAT: frozenset(
         {
             "autoNetworkTier",
             "drainNatIps",
@@ -84,13 +90,11 @@ CLOUD_FILLED: dict[str, frozenset[str]] = {
             "sourceSubnetworkIpRangesToNat",
         }
     ),
-    "gcp:compute/globalAddress:GlobalAddress": frozenset(
+    rt.GLOBAL_ADDRESS: frozenset(
         {"address", "creationTimestamp", "labelFingerprint", "name", "prefixLength", "selfLink"}
     ),
-    "gcp:servicenetworking/connection:Connection": frozenset(
-        {"network", "peering", "reservedPeeringRanges", "service"}
-    ),
-    "gcp:container/cluster:Cluster": frozenset(
+    rt.PSA_CONNECTION: frozenset({"network", "peering", "reservedPeeringRanges", "service"}),
+    rt.CLUSTER: frozenset(
         {
             "addonsConfig",
             "anonymousAuthenticationConfig",
@@ -158,7 +162,7 @@ CLOUD_FILLED: dict[str, frozenset[str]] = {
             "workloadIdentityConfig",
         }
     ),
-    "gcp:container/nodePool:NodePool": frozenset(
+    rt.NODE_POOL: frozenset(
         {
             "cluster",
             "initialNodeCount",
@@ -179,7 +183,7 @@ CLOUD_FILLED: dict[str, frozenset[str]] = {
             "version",
         }
     ),
-    "gcp:lustre/instance:Instance": frozenset(
+    rt.LUSTRE: frozenset(
         {
             "availableVersion",
             "capacityGib",
@@ -198,7 +202,7 @@ CLOUD_FILLED: dict[str, frozenset[str]] = {
             "updateTime",
         }
     ),
-    "gcp:storage/bucket:Bucket": frozenset(
+    rt.BUCKET: frozenset(
         {
             "location",
             "name",
@@ -215,47 +219,54 @@ CLOUD_FILLED: dict[str, frozenset[str]] = {
             "website",
         }
     ),
-    "gcp:serviceaccount/account:Account": frozenset(
-        {"accountId", "email", "member", "name", "uniqueId"}
-    ),
-    "gcp:projects/iAMMember:IAMMember": frozenset({"etag", "member", "role"}),
-    "gcp:storage/bucketIAMMember:BucketIAMMember": frozenset({"bucket", "etag", "member", "role"}),
-    "gcp:projects/service:Service": frozenset({"service"}),
+    rt.SERVICE_ACCOUNT: frozenset({"accountId", "email", "member", "name", "uniqueId"}),
+    rt.PROJECT_IAM_MEMBER: frozenset({"etag", "member", "role"}),
+    rt.BUCKET_IAM_MEMBER: frozenset({"bucket", "etag", "member", "role"}),
+    rt.PROJECT_SERVICE: frozenset({"service"}),
 }
 """Resource token -> outputs the cloud fills when the program does not set them."""
 
-PLAN_PROJECT = frozenset(
-    t
-    for t in CLOUD_FILLED
-    if not t.endswith(("/bucketIAMMember:BucketIAMMember", "/connection:Connection"))
-)
-"""Types whose `project` output the provider fills from its configuration at plan time."""
-PLAN_DELETION_POLICY = frozenset(
-    t
-    for t in CLOUD_FILLED
-    if not t.endswith(("/iAMMember:IAMMember", "/bucketIAMMember:BucketIAMMember"))
-)
-"""Types with the provider-only `deletionPolicy` (DELETE unless the program says otherwise)."""
-PLAN_LABELS = frozenset(
-    {
-        "gcp:compute/globalAddress:GlobalAddress",
-        "gcp:container/cluster:Cluster",
-        "gcp:lustre/instance:Instance",
-        "gcp:storage/bucket:Bucket",
-    }
-)
-"""Types with `effectiveLabels` / `pulumiLabels` (the program's labels, known at plan)."""
+PLAN_KNOWN_OUTPUTS = frozenset({"project", "deletionPolicy", "effectiveLabels", "pulumiLabels"})
+"""Outputs Terraform's plan fills before the create, where a type has them: CustomizeDiff sets
+them from the provider's configuration and the program's labels."""
+
+_NO_PROJECT = frozenset({rt.PSA_CONNECTION, rt.BUCKET_IAM_MEMBER})
+_NO_DELETION_POLICY = frozenset({rt.PROJECT_IAM_MEMBER, rt.BUCKET_IAM_MEMBER})
+_LABELLED = frozenset({rt.GLOBAL_ADDRESS, rt.CLUSTER, rt.LUSTRE, rt.BUCKET})
+
+PLANNED: dict[str, frozenset[str]] = {
+    token: frozenset(
+        {
+            *(() if token in _NO_PROJECT else ("project",)),
+            *(() if token in _NO_DELETION_POLICY else ("deletionPolicy",)),
+            *(("effectiveLabels", "pulumiLabels") if token in _LABELLED else ()),
+        }
+    )
+    for token in CLOUD_FILLED
+}
+"""Resource token -> which of PLAN_KNOWN_OUTPUTS it has (a test reads them off the SDK)."""
 
 
-def plan_known(token: str, inputs: Mapping[str, Any], project: str) -> dict[str, Any]:
-    """Outputs Terraform's plan knows before the create (absent from the program's inputs)."""
+def plan_known(
+    token: str,
+    inputs: Mapping[str, Any],
+    project: str,
+    outputs: Collection[str] | None = None,
+) -> dict[str, Any]:
+    """Outputs Terraform's plan knows before the create (absent from the program's inputs).
+
+    `outputs` are the type's output names where the caller reads them from the SDK (the test
+    bed's stand-in); preflight uses this module's table. Label values are passed through as
+    given, so a caller's wrapped values keep their secrecy.
+    """
+    names = PLANNED.get(token, frozenset()) if outputs is None else outputs
     known: dict[str, Any] = {}
-    if token in PLAN_PROJECT and "project" not in inputs and project:
+    if "project" in names and "project" not in inputs and project:
         known["project"] = project
-    if token in PLAN_DELETION_POLICY and "deletionPolicy" not in inputs:
+    if "deletionPolicy" in names and "deletionPolicy" not in inputs:
         known["deletionPolicy"] = "DELETE"
-    if token in PLAN_LABELS:
-        labels = inputs.get("labels", inputs.get("resourceLabels"))
-        known["effectiveLabels"] = labels if labels is not None else {}
-        known["pulumiLabels"] = labels if labels is not None else {}
+    labels = inputs.get("labels", inputs.get("resourceLabels"))
+    for key in ("effectiveLabels", "pulumiLabels"):
+        if key in names:
+            known[key] = labels if labels is not None else {}
     return known

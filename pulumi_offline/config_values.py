@@ -1,10 +1,14 @@
 """Config values as the Pulumi CLI's config package holds and passes them on.
 
-sdk/go/common/resource/config (v3.276.0): a value is a secret only when it is a map whose one
-key `secure` holds a string (object.go, isSecureValue); a key is secret when a secret sits
-anywhere inside it; the program receives a string raw, any other scalar as its JSON text, an
-object as Go's JSON (floats in Go's form, timestamps as Go's time text), and a NaN or infinity
-stops the CLI (json: unsupported value).
+Follows sdk/go/common/resource/config of the Pulumi CLI v3.276.0 (the release planning.versions
+pins): a value is a secret only when it is a map whose one key `secure` holds a string
+(object.go, isSecureValue); a key is secret when a secret sits anywhere inside it; the program
+receives a string raw, any other scalar as its JSON text, an object as Go's JSON (floats in
+Go's form, timestamps as Go's time text), and a NaN or infinity stops the CLI (json:
+unsupported value).
+
+It cannot decrypt anything: a secret's ciphertext needs the CLI and the stack's key, so every
+secret becomes the same placeholder, and whether the real ciphertext decrypts is not shown.
 """
 
 from __future__ import annotations

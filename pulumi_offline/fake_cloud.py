@@ -1,9 +1,14 @@
 """Pulumi mocks that play the cloud: echo inputs and add recognisably fake computed outputs.
 
-Every value the cloud would compute (ids, self links, endpoints, IPs, emails) gets a fake
-that is obviously not real: IPs come from the documentation ranges 192.0.2.0/24 and
-203.0.113.0/24, numbers are 000000000000, and certificates decode to `FAKE`. A preflight
-run never pretends to know what GCP will return.
+Follows what pulumi-gcp 10.2.0 returns from a create (and from the reads the program makes),
+under the mocks of the Pulumi Python SDK 3.272.0 the project locks. Every value the cloud
+would compute (ids, self links, endpoints, IPs, emails) gets a fake that is obviously not
+real: IPs come from the documentation ranges 192.0.2.0/24 and 203.0.113.0/24, numbers are
+000000000000, and certificates decode to `FAKE`. A preflight run never pretends to know what
+GCP will return.
+
+It cannot prove that Google's APIs accept a request or that a real resource reads back with
+these ids and links: their shapes follow the APIs' documented forms, their values are made up.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 import pulumi
 from pulumi.runtime.rpc import UNKNOWN
 
+from planning import resource_types as rt
 from pulumi_offline import fake_reservations
 from pulumi_offline.cloud_outputs import CLOUD_FILLED, plan_known
 from pulumi_offline.fake_reservations import CloudFixtures
@@ -29,10 +35,6 @@ FAKE_CA = base64.b64encode(b"FAKE CERTIFICATE - preflight").decode()
 _COMPUTE = "https://www.googleapis.com/compute/v1/"
 
 Outputs = dict[str, Any]
-
-
-READ_STACK_OUTPUTS = "pulumi:pulumi:readStackOutputs"
-"""The engine's built-in invoke that reads a stack's last outputs (as a StackReference does)."""
 
 
 def preview_outputs(inputs: Outputs, computed: Outputs, token: str = "") -> Outputs:
@@ -86,20 +88,20 @@ class FakeCloud(pulumi.runtime.Mocks):
         """Answer as a first `pulumi preview` does: computed values (and every output of a
         Kubernetes resource, whose provider's kubeconfig is not known yet) are unknown."""
         self._computers: dict[str, Callable[[str, Outputs], str]] = {
-            "gcp:compute/network:Network": self._network,
-            "gcp:compute/subnetwork:Subnetwork": self._subnetwork,
-            "gcp:compute/firewall:Firewall": self._firewall,
-            "gcp:compute/router:Router": self._router,
-            "gcp:compute/routerNat:RouterNat": self._router_nat,
-            "gcp:compute/globalAddress:GlobalAddress": self._global_address,
-            "gcp:container/cluster:Cluster": self._cluster,
-            "gcp:container/nodePool:NodePool": self._node_pool,
-            "gcp:serviceaccount/account:Account": self._service_account,
-            "gcp:lustre/instance:Instance": self._lustre,
-            "gcp:storage/bucket:Bucket": self._bucket,
-            "gcp:servicenetworking/connection:Connection": self._psa_connection,
-            "gcp:projects/iAMMember:IAMMember": self._project_iam_member,
-            "gcp:storage/bucketIAMMember:BucketIAMMember": self._bucket_iam_member,
+            rt.NETWORK: self._network,
+            rt.SUBNETWORK: self._subnetwork,
+            rt.FIREWALL: self._firewall,
+            rt.ROUTER: self._router,
+            rt.ROUTER_NAT: self._router_nat,
+            rt.GLOBAL_ADDRESS: self._global_address,
+            rt.CLUSTER: self._cluster,
+            rt.NODE_POOL: self._node_pool,
+            rt.SERVICE_ACCOUNT: self._service_account,
+            rt.LUSTRE: self._lustre,
+            rt.BUCKET: self._bucket,
+            rt.PSA_CONNECTION: self._psa_connection,
+            rt.PROJECT_IAM_MEMBER: self._project_iam_member,
+            rt.BUCKET_IAM_MEMBER: self._bucket_iam_member,
         }
 
     # --- pulumi.runtime.Mocks ---------------------------------------------------------
@@ -140,18 +142,18 @@ class FakeCloud(pulumi.runtime.Mocks):
 
     def call_result(self, token: str, args: dict[str, Any]) -> dict[str, Any]:
         """What an invoke returns (the fields the program reads)."""
-        if token == READ_STACK_OUTPUTS:
+        if token == rt.READ_STACK_OUTPUTS:
             return {
                 "name": args.get("name"),
                 "outputs": self.previous_outputs,
                 "secretOutputNames": [],
             }
-        if token == "gcp:organizations/getProject:getProject":  # noqa: S105 - a token name
+        if token == rt.GET_PROJECT:
             project = args.get("projectId") or self.project
             return {"projectId": project, "number": FAKE_PROJECT_NUMBER, "name": project}
         if token in fake_reservations.TOKENS:
             return fake_reservations.answer(self.fixtures, token, args, self.project)
-        if token == "gcp:organizations/getClientConfig:getClientConfig":  # noqa: S105
+        if token == rt.GET_CLIENT_CONFIG:
             return {
                 "project": self.project,
                 "region": self.region,

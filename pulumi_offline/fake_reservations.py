@@ -1,8 +1,10 @@
 """What the fake cloud answers when the program reads a reservation or a cluster.
 
-Offline, nothing can read the real reservation. Preflight and the engine test bed's GCP
-stand-in answer the invokes the program makes (`getReservation`, `getReservationBlock`,
-`getReservationSubBlock`, `getCluster`) from a small description, a JSON file:
+Follows the result types of pulumi-gcp 10.2.0's functions, which carry what the Compute
+Engine reservations API and the GKE clusters API answer. Offline, nothing can read the real
+reservation. Preflight and the engine test bed's GCP stand-in answer the invokes the program
+makes (`getReservation`, `getReservationBlock`, `getReservationSubBlock`, `getCluster`) from
+a small description, a JSON file:
 
 ```json
 {"reservations": [{"name": "res-a", "zone": "us-central1-b", "project": "p (optional)",
@@ -20,13 +22,13 @@ description does not name is not there, and reading it fails as the Compute or G
 404). A description can say anything a real reservation can: another machine type, too few
 free VMs, a missing block - so a test can show the plan stopped.
 
-Without a file, preflight assumes the reservation holds the pool (`assumed_for`) and says so:
-the offline check proves only that the program reads and judges the answer.
+Without a file, preflight assumes the reservation holds the pool (`assumed_for`) and says so.
+Either way it cannot prove anything about the real reservation or cluster: the offline check
+proves only that the program reads and judges the answer.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,13 +36,37 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from planning.resource_types import (
+    GET_CLUSTER,
+    GET_RESERVATION,
+    GET_RESERVATION_BLOCK,
+    GET_RESERVATION_SUB_BLOCK,
+)
+from pulumi_offline.gcp_types import result_type
 from pulumi_offline.sdk_results import complete
 
-GET_RESERVATION = "gcp:compute/getReservation:getReservation"
-GET_BLOCK = "gcp:compute/getReservationBlock:getReservationBlock"
-GET_SUB_BLOCK = "gcp:compute/getReservationSubBlock:getReservationSubBlock"
-GET_CLUSTER = "gcp:container/getCluster:getCluster"
-TOKENS = (GET_RESERVATION, GET_BLOCK, GET_SUB_BLOCK, GET_CLUSTER)
+__all__ = [
+    "GET_CLUSTER",
+    "GET_RESERVATION",
+    "GET_RESERVATION_BLOCK",
+    "GET_RESERVATION_SUB_BLOCK",
+    "TOKENS",
+    "Accelerator",
+    "Block",
+    "CloudFixtures",
+    "Cluster",
+    "FixtureError",
+    "NotFoundError",
+    "PoolNodes",
+    "Reservation",
+    "SubBlock",
+    "answer",
+    "assumed_for",
+    "load_fixtures",
+]
+
+TOKENS = (GET_RESERVATION, GET_RESERVATION_BLOCK, GET_RESERVATION_SUB_BLOCK, GET_CLUSTER)
+"""The reads a description answers."""
 
 
 class _Model(BaseModel):
@@ -127,15 +153,6 @@ def load_fixtures(path: Path) -> CloudFixtures:
         raise FixtureError(f"{path}: not a reservation description: {error}") from None
 
 
-def _result_type(token: str) -> type:
-    module_path = token.split(":")[1]
-    module_part, fn_name = module_path.split("/")
-    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in fn_name)
-    module = importlib.import_module(f"pulumi_gcp.{module_part}.{snake}")
-    result: type = getattr(module, f"{fn_name[0].upper()}{fn_name[1:]}Result")
-    return result
-
-
 def _not_found(path: str) -> NotFoundError:
     return NotFoundError(f"googleapi: Error 404: The resource '{path}' was not found, notFound")
 
@@ -156,6 +173,19 @@ def _reservation(
     raise _not_found(f"projects/{project}/zones/{zone}/reservations/{name}")
 
 
+def _zonal(path: str, name: str, project: str, zone: str, kind: str) -> dict[str, Any]:
+    """The fields every zonal Compute Engine object of a reservation answers with."""
+    return {
+        "id": path,
+        "name": name,
+        "project": project,
+        "zone": zone,
+        "selfLink": f"https://www.googleapis.com/compute/v1/{path}",
+        "kind": kind,
+        "status": "READY",
+    }
+
+
 def answer(
     fixtures: CloudFixtures, token: str, args: Mapping[str, Any], default_project: str
 ) -> dict[str, Any]:
@@ -164,18 +194,11 @@ def answer(
         return _cluster(fixtures, args, default_project)
     reservation, project, zone = _reservation(fixtures, args, default_project)
     base = f"projects/{project}/zones/{zone}/reservations/{reservation.name}"
-    link = f"https://www.googleapis.com/compute/v1/{base}"
     if token == GET_RESERVATION:
         return complete(
-            _result_type(token),
+            result_type(token),
             {
-                "id": base,
-                "name": reservation.name,
-                "project": project,
-                "zone": zone,
-                "selfLink": link,
-                "kind": "compute#reservation",
-                "status": "READY",
+                **_zonal(base, reservation.name, project, zone, "compute#reservation"),
                 "specificReservationRequired": True,
                 "blockNames": [b.name for b in reservation.blocks],
                 "specificReservations": [
@@ -197,24 +220,18 @@ def answer(
             },
         )
     block_name = str(args.get("reservationBlock") or args.get("name") or "")
-    if token == GET_SUB_BLOCK:
+    if token == GET_RESERVATION_SUB_BLOCK:
         block_name = str(args.get("reservationBlock") or "")
     block = next((b for b in reservation.blocks if b.name == block_name), None)
     if block is None:
         raise _not_found(f"{base}/reservationBlocks/{block_name}")
     block_path = f"{base}/reservationBlocks/{block.name}"
-    if token == GET_BLOCK:
+    if token == GET_RESERVATION_BLOCK:
         return complete(
-            _result_type(token),
+            result_type(token),
             {
-                "id": block_path,
-                "name": block.name,
-                "project": project,
-                "zone": zone,
+                **_zonal(block_path, block.name, project, zone, "compute#reservationBlock"),
                 "reservation": reservation.name,
-                "selfLink": f"https://www.googleapis.com/compute/v1/{block_path}",
-                "kind": "compute#reservationBlock",
-                "status": "READY",
                 "blockCount": block.count,
                 "inUseCount": block.in_use,
                 "reservationSubBlockCount": len(block.sub_blocks),
@@ -222,24 +239,18 @@ def answer(
                 "subBlockNames": [s.name for s in block.sub_blocks],
             },
         )
-    if token == GET_SUB_BLOCK:
+    if token == GET_RESERVATION_SUB_BLOCK:
         sub_name = str(args.get("name") or "")
         sub = next((s for s in block.sub_blocks if s.name == sub_name), None)
         if sub is None:
             raise _not_found(f"{block_path}/reservationSubBlocks/{sub_name}")
         sub_path = f"{block_path}/reservationSubBlocks/{sub.name}"
         return complete(
-            _result_type(token),
+            result_type(token),
             {
-                "id": sub_path,
-                "name": sub.name,
-                "project": project,
-                "zone": zone,
+                **_zonal(sub_path, sub.name, project, zone, "compute#reservationSubBlock"),
                 "reservation": reservation.name,
                 "reservationBlock": block.name,
-                "selfLink": f"https://www.googleapis.com/compute/v1/{sub_path}",
-                "kind": "compute#reservationSubBlock",
-                "status": "READY",
                 "subBlockCount": sub.count,
                 "inUseCount": sub.in_use,
             },
@@ -258,7 +269,7 @@ def _cluster(
             project,
         ):
             return complete(
-                _result_type(GET_CLUSTER),
+                result_type(GET_CLUSTER),
                 {
                     "id": f"projects/{project}/locations/{location}/clusters/{name}",
                     "name": name,

@@ -1,35 +1,32 @@
 """What the real pulumi-gcp 10.2.0 replaces on, for the properties this program sets.
 
-Preflight runs on machines without the engine test bed, so it carries its own facts for the
-15 resource types the program creates: the ForceNew inputs (google-beta's schema, mapped onto
-pulumi-gcp's property names), the ForceNew blocks, the Optional+Computed ForceNew fields,
-those with diff suppression, CustomizeDiff replacements, the bridge's delete-before-replace
-rule and the Check defaults whose parent objects the program sends. Sources:
-hashicorp/terraform-provider-google-beta@93c65b2d60 (`services/*/resource_*.go`,
-`container/node_config.go`), pulumi/pulumi-gcp@ed6078aacc (`provider/resources.go`),
-pulumi/pulumi-terraform-bridge v3.136.0. A test compares these facts, path by path on every
-input the program sends, with the reference table the engine test bed's stand-in reads.
+Follows hashicorp/terraform-provider-google-beta@93c65b2d60 (the release-8.0.0 branch head,
+`services/*/resource_*.go`, `container/node_config.go`), pulumi/pulumi-gcp@ed6078aacc
+(`provider/resources.go`) and pulumi/pulumi-terraform-bridge v3.136.0: the sources read for
+pulumi-gcp 10.2.0, whose own upstream commit no source here states.
+
+Preflight runs on machines without the engine test bed's shared data, so it carries its own
+facts for the 15 resource types the program creates: the ForceNew inputs (google-beta's
+schema, mapped onto pulumi-gcp's property names), the ForceNew blocks, the Optional+Computed
+ForceNew fields, those with diff suppression, CustomizeDiff replacements, the bridge's
+delete-before-replace rule and the Check defaults whose parent objects the program sends.
+
+The shared reference table (`gcp-forcenew.json`, read by the test bed's stand-in) states the
+same facts in full for every path of those types; this module keeps the paths the program
+sends, and a test compares the two, path by path on every input the program sends, for every
+committed stack. `planning.replacements` is a different fact built on these: which config key
+recreates what, and what a user loses with it.
+
+It cannot prove what it was not compared on (an input the program does not send), nor what
+google-beta changed after 93c65b2d60 that 10.2.0 carries (10.2.0 has at least NodePool's
+`bestEffortProvisioning` and the Lustre instance's `targetVersion`, which that commit lacks).
 """
 
 from __future__ import annotations
 
-from pulumi_offline.bridge_diff import CustomizeRule, TypeFacts, cidr_shrinks_or_moves
-
-NETWORK = "gcp:compute/network:Network"
-SUBNETWORK = "gcp:compute/subnetwork:Subnetwork"
-FIREWALL = "gcp:compute/firewall:Firewall"
-ROUTER = "gcp:compute/router:Router"
-ROUTER_NAT = "gcp:compute/routerNat:RouterNat"
-GLOBAL_ADDRESS = "gcp:compute/globalAddress:GlobalAddress"
-CONNECTION = "gcp:servicenetworking/connection:Connection"
-CLUSTER = "gcp:container/cluster:Cluster"
-NODE_POOL = "gcp:container/nodePool:NodePool"
-LUSTRE = "gcp:lustre/instance:Instance"
-BUCKET = "gcp:storage/bucket:Bucket"
-ACCOUNT = "gcp:serviceaccount/account:Account"
-PROJECT_IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
-BUCKET_IAM_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
-SERVICE = "gcp:projects/service:Service"
+from planning import resource_types as rt
+from planning.network import cidr_shrinks_or_moves
+from pulumi_offline.bridge_diff import CustomizeRule, TypeFacts
 
 _NODE_CONFIG_BLOCKS = frozenset(
     {
@@ -78,6 +75,17 @@ _NODE_CONFIG_OPTIONAL_COMPUTED = frozenset(
         "nodeConfig.shieldedInstanceConfig",
     }
 )
+_IP_ALLOCATION = frozenset(
+    {
+        "ipAllocationPolicy",
+        "ipAllocationPolicy.clusterIpv4CidrBlock",
+        "ipAllocationPolicy.clusterSecondaryRangeName",
+        "ipAllocationPolicy.servicesIpv4CidrBlock",
+        "ipAllocationPolicy.servicesSecondaryRangeName",
+    }
+)
+"""The cluster's IP allocation block and its ranges: ForceNew, and the API fills each one the
+program leaves out (resource_container_cluster.go, ip_allocation_policy)."""
 _NODE_CONFIG_FALSY = {
     "nodeConfig.preemptible": False,
     "nodeConfig.shieldedInstanceConfig.enableSecureBoot": False,
@@ -86,8 +94,8 @@ _NODE_CONFIG_FALSY = {
 
 FACTS: dict[str, TypeFacts] = {
     # resource_compute_network.go; name lowercaseAutoName (resources.go:1156) -> DBR
-    NETWORK: TypeFacts(
-        resource_type=NETWORK,
+    rt.NETWORK: TypeFacts(
+        resource_type=rt.NETWORK,
         force_new=frozenset(
             {
                 "autoCreateSubnetworks",
@@ -111,8 +119,8 @@ FACTS: dict[str, TypeFacts] = {
         falsy_defaults={"deleteDefaultRoutesOnCreate": False},
     ),
     # resource_compute_subnetwork.go; ipCidrRange shrink/move via CustomizeDiff (:63-80, :512)
-    SUBNETWORK: TypeFacts(
-        resource_type=SUBNETWORK,
+    rt.SUBNETWORK: TypeFacts(
+        resource_type=rt.SUBNETWORK,
         force_new=frozenset(
             {
                 "description",
@@ -149,16 +157,16 @@ FACTS: dict[str, TypeFacts] = {
         },
     ),
     # resource_compute_firewall.go: network is NOT ForceNew; SetAutonaming (resources.go:3014)
-    FIREWALL: TypeFacts(
-        resource_type=FIREWALL,
+    rt.FIREWALL: TypeFacts(
+        resource_type=rt.FIREWALL,
         force_new=frozenset({"direction", "name", "params", "project"}),
         blocks=frozenset({"params"}),
         optional_computed=frozenset({"direction", "project"}),
         delete_before_replace=True,
         defaults={"priority": 1000},
     ),
-    ROUTER: TypeFacts(
-        resource_type=ROUTER,
+    rt.ROUTER: TypeFacts(
+        resource_type=rt.ROUTER,
         force_new=frozenset(
             {
                 "encryptedInterconnectRouter",
@@ -176,8 +184,8 @@ FACTS: dict[str, TypeFacts] = {
         delete_before_replace=True,
         defaults={"bgp.advertiseMode": "DEFAULT", "bgp.keepaliveInterval": 20},
     ),
-    ROUTER_NAT: TypeFacts(
-        resource_type=ROUTER_NAT,
+    rt.ROUTER_NAT: TypeFacts(
+        resource_type=rt.ROUTER_NAT,
         force_new=frozenset(
             {"endpointTypes", "initialNatIps", "name", "project", "region", "router", "type"}
         ),
@@ -194,8 +202,8 @@ FACTS: dict[str, TypeFacts] = {
         },
     ),
     # resource_compute_global_address.go: every input but labels
-    GLOBAL_ADDRESS: TypeFacts(
-        resource_type=GLOBAL_ADDRESS,
+    rt.GLOBAL_ADDRESS: TypeFacts(
+        resource_type=rt.GLOBAL_ADDRESS,
         force_new=frozenset(
             {
                 "address",
@@ -215,15 +223,16 @@ FACTS: dict[str, TypeFacts] = {
         defaults={"addressType": "EXTERNAL"},
     ),
     # resource_service_networking_connection.go:67-86; reservedPeeringRanges PATCHes (:284-310)
-    CONNECTION: TypeFacts(
-        resource_type=CONNECTION,
+    rt.PSA_CONNECTION: TypeFacts(
+        resource_type=rt.PSA_CONNECTION,
         force_new=frozenset({"network", "service"}),
         diff_suppress=frozenset({"network"}),
     ),
     # resource_container_cluster.go; nodeConfig is schemaNodeConfig() (:1848)
-    CLUSTER: TypeFacts(
-        resource_type=CLUSTER,
+    rt.CLUSTER: TypeFacts(
+        resource_type=rt.CLUSTER,
         force_new=_NODE_CONFIG_FORCE_NEW
+        | _IP_ALLOCATION
         | {
             "datapathProvider",
             "defaultMaxPodsPerNode",
@@ -232,11 +241,6 @@ FACTS: dict[str, TypeFacts] = {
             "enableKubernetesAlpha",
             "enableTpu",
             "initialNodeCount",  # :1232, not Computed
-            "ipAllocationPolicy",
-            "ipAllocationPolicy.clusterIpv4CidrBlock",
-            "ipAllocationPolicy.clusterSecondaryRangeName",
-            "ipAllocationPolicy.servicesIpv4CidrBlock",
-            "ipAllocationPolicy.servicesSecondaryRangeName",
             "location",
             "masterAuth.clientCertificateConfig",
             "masterAuth.clientCertificateConfig.issueClientCertificate",
@@ -252,15 +256,11 @@ FACTS: dict[str, TypeFacts] = {
         blocks=_NODE_CONFIG_BLOCKS
         | {"ipAllocationPolicy", "masterAuth.clientCertificateConfig", "nodePools"},
         optional_computed=_NODE_CONFIG_OPTIONAL_COMPUTED
+        | _IP_ALLOCATION
         | {
             "datapathProvider",
             "defaultMaxPodsPerNode",
             "enableTpu",
-            "ipAllocationPolicy",
-            "ipAllocationPolicy.clusterIpv4CidrBlock",
-            "ipAllocationPolicy.clusterSecondaryRangeName",
-            "ipAllocationPolicy.servicesIpv4CidrBlock",
-            "ipAllocationPolicy.servicesSecondaryRangeName",
             "location",
             "networkingMode",
             "nodePools",
@@ -296,8 +296,8 @@ FACTS: dict[str, TypeFacts] = {
         },
     ),
     # resource_container_node_pool.go:206-609 + schemaNodeConfig()
-    NODE_POOL: TypeFacts(
-        resource_type=NODE_POOL,
+    rt.NODE_POOL: TypeFacts(
+        resource_type=rt.NODE_POOL,
         force_new=_NODE_CONFIG_FORCE_NEW
         | {
             "cluster",
@@ -350,8 +350,8 @@ FACTS: dict[str, TypeFacts] = {
         falsy_defaults=_NODE_CONFIG_FALSY,
     ),
     # resource_lustre_instance.go:145-179,528; capacityGib is in the update mask (:996-1021)
-    LUSTRE: TypeFacts(
-        resource_type=LUSTRE,
+    rt.LUSTRE: TypeFacts(
+        resource_type=rt.LUSTRE,
         force_new=frozenset(
             {
                 "dynamicTierOptions",
@@ -370,8 +370,8 @@ FACTS: dict[str, TypeFacts] = {
         delete_before_replace=False,  # name is output-only, instanceId not auto-named
     ),
     # resource_storage_bucket.go; AutoName("name") (resources.go:1649)
-    BUCKET: TypeFacts(
-        resource_type=BUCKET,
+    rt.BUCKET: TypeFacts(
+        resource_type=rt.BUCKET,
         force_new=frozenset(
             {
                 "customPlacementConfig.dataLocations",
@@ -391,8 +391,8 @@ FACTS: dict[str, TypeFacts] = {
         falsy_defaults={"forceDestroy": False},
     ),
     # resource_google_service_account.go:90; account_id AutoName (resources.go:982)
-    ACCOUNT: TypeFacts(
-        resource_type=ACCOUNT,
+    rt.SERVICE_ACCOUNT: TypeFacts(
+        resource_type=rt.SERVICE_ACCOUNT,
         force_new=frozenset({"accountId", "project"}),
         optional_computed=frozenset({"project"}),
         delete_before_replace=True,
@@ -400,8 +400,8 @@ FACTS: dict[str, TypeFacts] = {
         falsy_defaults={"disabled": False},
     ),
     # IAM members have no Update; explicit DeleteBeforeReplace (resources.go:934-939)
-    PROJECT_IAM_MEMBER: TypeFacts(
-        resource_type=PROJECT_IAM_MEMBER,
+    rt.PROJECT_IAM_MEMBER: TypeFacts(
+        resource_type=rt.PROJECT_IAM_MEMBER,
         force_new=frozenset(
             {
                 "condition",
@@ -418,8 +418,8 @@ FACTS: dict[str, TypeFacts] = {
         delete_before_replace=True,
         autoname=None,
     ),
-    BUCKET_IAM_MEMBER: TypeFacts(
-        resource_type=BUCKET_IAM_MEMBER,
+    rt.BUCKET_IAM_MEMBER: TypeFacts(
+        resource_type=rt.BUCKET_IAM_MEMBER,
         force_new=frozenset(
             {
                 "bucket",
@@ -434,8 +434,8 @@ FACTS: dict[str, TypeFacts] = {
         blocks=frozenset({"condition"}),
         diff_suppress=frozenset({"bucket", "member"}),
     ),
-    SERVICE: TypeFacts(
-        resource_type=SERVICE,
+    rt.PROJECT_SERVICE: TypeFacts(
+        resource_type=rt.PROJECT_SERVICE,
         force_new=frozenset({"project", "service"}),
         optional_computed=frozenset({"project"}),
         diff_suppress=frozenset({"project"}),

@@ -1,10 +1,16 @@
-"""pulumi-gcp's own input types, read from the installed Python SDK, and a checker for them.
+"""pulumi-gcp's own types, read from the installed Python SDK, and a checker for inputs.
 
-The SDK is generated from the provider's schema: every resource token maps to a class
-(`pulumi_gcp/__init__.py` registers them), every resource has an `...Args` input type whose
-annotations carry each property's wire name, type and whether it is required. The checker
-walks a request's inputs against those types the way a provider's `Check` does: unknown
-property names, wrong value kinds and missing required inputs are failures.
+Follows the pulumi-gcp 10.2.0 Python SDK the project locks (uv.lock); this module is the one
+place that reads it. The SDK is generated from the provider's schema: every resource token
+maps to a class (`pulumi_gcp/__init__.py` registers them), every resource has an `...Args`
+input type whose annotations carry each property's wire name, type and whether it is
+required, its output properties say which outputs are always set, and every function
+(`getReservation`) has a `...Result` type. The checker walks a request's inputs against those
+types the way a provider's `Check` does: unknown property names, wrong value kinds and
+missing required inputs are failures.
+
+It cannot prove that a value is valid beyond its type (a malformed CIDR is a string), nor
+anything the provider's own `Check` or the Google API decides from the values.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import typing
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pulumi
@@ -152,21 +159,37 @@ class FunctionSignature:
     result: type
 
 
-@functools.cache
-def function_signature(token: str) -> FunctionSignature:
-    """Read an invoke's arguments from the SDK function that sends it.
+def _function_module(token: str) -> tuple[ModuleType, str, str]:
+    """(module, Python name, wire name) of the SDK function that sends invoke `token`.
 
-    `pkg:module/fnName:fnName` is implemented by `pulumi_gcp.module.fn_name`, which fills
-    `__args__['wireName'] = python_name` before calling `pulumi.runtime.invoke(token, ...)`.
+    `pkg:module/fnName:fnName` is implemented by `pulumi_gcp.module.fn_name`.
     """
     _, module_path, _ = token.split(":")
     module_part, fn_name = module_path.split("/")
     py_name = re.sub(r"(?<!^)(?=[A-Z])", "_", fn_name).lower()
-    module = importlib.import_module(f"pulumi_gcp.{module_part}.{py_name}")
+    return importlib.import_module(f"pulumi_gcp.{module_part}.{py_name}"), py_name, fn_name
+
+
+@functools.cache
+def result_type(token: str) -> type:
+    """The `...Result` type of an invoke: what the SDK function returns."""
+    module, _, fn_name = _function_module(token)
+    result: type = getattr(module, f"{fn_name[0].upper()}{fn_name[1:]}Result")
+    return result
+
+
+@functools.cache
+def function_signature(token: str) -> FunctionSignature:
+    """Read an invoke's arguments from the SDK function that sends it.
+
+    The function fills `__args__['wireName'] = python_name` before calling
+    `pulumi.runtime.invoke(token, ...)`; those assignments are its arguments.
+    """
+    module, py_name, _ = _function_module(token)
     fn = getattr(module, py_name)
     source = inspect.getsource(fn)
     if token not in source:
-        raise KeyError(f"{token} is not sent by pulumi_gcp.{module_part}.{py_name}")
+        raise KeyError(f"{token} is not sent by {module.__name__}.{py_name}")
     hints = typing.get_type_hints(fn)
     params = inspect.signature(fn).parameters
     args: dict[str, Any] = {}
@@ -176,18 +199,24 @@ def function_signature(token: str) -> FunctionSignature:
         param = params.get(python)
         if param is not None and param.default is inspect.Parameter.empty:
             required.add(wire)
-    result = getattr(module, f"{fn_name[0].upper()}{fn_name[1:]}Result")
-    return FunctionSignature(args=args, required=frozenset(required), result=result)
+    return FunctionSignature(args=args, required=frozenset(required), result=result_type(token))
+
+
+@functools.cache
+def result_fields(result: type) -> dict[str, Any]:
+    """Wire name -> declared type of the properties of an invoke's result type (or of an
+    output type nested in it)."""
+    found: dict[str, Any] = {}
+    for _, prop in inspect.getmembers(result, lambda m: isinstance(m, property)):
+        wire = getattr(prop.fget, pulumi_types._PULUMI_NAME, None)
+        if wire:
+            found[wire] = typing.get_type_hints(prop.fget).get("return", Any)
+    return found
 
 
 def result_names(result: type) -> frozenset[str]:
     """Wire names of an invoke result's properties."""
-    names = set()
-    for _, value in inspect.getmembers(result, lambda m: isinstance(m, property)):
-        name = getattr(value.fget, pulumi_types._PULUMI_NAME, None)
-        if name:
-            names.add(name)
-    return frozenset(names)
+    return frozenset(result_fields(result))
 
 
 def check_resource(token: str, inputs: Mapping[str, PropertyValue]) -> list[Failure]:

@@ -1,32 +1,27 @@
 """Invoke answers shaped exactly like pulumi-gcp's result types.
 
-A fake answer names every field the SDK's `...Result` type declares (wire names, nested
-output types included), with the values given and an empty value of the declared type for the
-rest, so the program reads it the way it reads a real provider's answer, and the stand-in
-provider can check it field for field.
+Follows the result types of the pulumi-gcp 10.2.0 Python SDK, as `pulumi_offline.gcp_types`
+reads them. A fake answer names every field the SDK's `...Result` type declares (wire names,
+nested output types included), with the values given and an empty value of the declared type
+for the rest, so the program reads it the way it reads a real provider's answer, and the
+stand-in provider can check it field for field.
+
+It proves the shape of an answer, never its values: what a real API fills into the fields a
+fake leaves empty is not known here.
 """
 
 from __future__ import annotations
 
 import collections.abc
-import functools
-import inspect
 import typing
 from collections.abc import Mapping
 from typing import Any
 
 import pulumi._types as pulumi_types
 
+from pulumi_offline.gcp_types import result_fields as fields
 
-@functools.cache
-def fields(result_type: type) -> dict[str, Any]:
-    """Wire name -> declared type of a result (or nested output) type's properties."""
-    found: dict[str, Any] = {}
-    for _, prop in inspect.getmembers(result_type, lambda m: isinstance(m, property)):
-        wire = getattr(prop.fget, pulumi_types._PULUMI_NAME, None)
-        if wire:
-            found[wire] = typing.get_type_hints(prop.fget).get("return", Any)
-    return found
+__all__ = ["complete", "fields"]
 
 
 def _empty(declared: Any) -> Any:

@@ -1,10 +1,15 @@
 """Read `Pulumi.yaml` and `Pulumi.<stack>.yaml` the way the Pulumi CLI does.
 
-The result is the flat `{"namespace:key": "raw string"}` map the engine hands a program:
+Follows the Pulumi CLI v3.276.0 (sdk/go/common/workspace and pkg/workspace/config.go). The
+result is the flat `{"namespace:key": "raw string"}` map the engine hands a program:
 project-level defaults first, stack values on top, objects and lists JSON-encoded, and
 `secure:` values replaced by placeholder secrets (their ciphertext needs the CLI and a key).
 The files are decoded as the CLI decodes them (`pulumi_offline.cli_yaml`: yaml.v3's scalars, its
 refusals, fixed bounds), and every message is one line that never shows a secret.
+
+It cannot prove what needs the CLI's services: the secrets provider and its key, the ESC
+environments a stack file names (`environment:` is accepted, not opened), and config the
+CLI's `--config` flags or the Pulumi Cloud would add.
 """
 
 from __future__ import annotations

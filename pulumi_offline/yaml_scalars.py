@@ -1,8 +1,11 @@
-"""Plain YAML scalars as gopkg.in/yaml.v3 (v3.0.1, resolve.go) resolves them, and Go's text of
-the values the Pulumi CLI passes on: ints by Go's base-0 rules (`010` is octal, `0x1F` hex,
-`1_000` a thousand), YAML 1.2 booleans only (`yes` and `on` stay strings), timestamps in
-yaml.v3's four layouts printed by Go's `Time.String()`, floats as Go's encoding/json writes
-them. Nothing here is YAML 1.1 or PyYAML.
+"""Plain YAML scalars as gopkg.in/yaml.v3 v3.0.1 resolves them (resolve.go), and Go's text of
+the values the Pulumi CLI v3.276.0 passes on: ints by Go's base-0 rules (`010` is octal,
+`0x1F` hex, `1_000` a thousand), YAML 1.2 booleans only (`yes` and `on` stay strings),
+timestamps in yaml.v3's four layouts printed by Go's `Time.String()`, floats as Go's
+encoding/json writes them. Nothing here is YAML 1.1 or PyYAML.
+
+It re-implements those Go rules instead of running Go, so it proves only the cases its tests
+pin against yaml.v3's and Go's own behaviour.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from typing import Any
 
 from planning.verify import GATE_LABEL
 from testbed.gate_standins import Scenario, install, local_setup
+from testbed.node_fs import field_value
 
 SCENARIO_FILE = "gate-scenario.json"
 """In the local cluster's folder: what the fake hardware measures (default: a healthy node)."""
@@ -61,17 +62,6 @@ class Running:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def field_value(pod: dict[str, Any], path: str) -> str:
-    """A downward-API fieldRef (`spec.nodeName`, `metadata.labels['x']`, ...)."""
-    match = re.fullmatch(r"metadata\.(labels|annotations)\['([^']+)'\]", path)
-    if match:
-        return str(pod["metadata"].get(match.group(1), {}).get(match.group(2), ""))
-    value: Any = pod
-    for part in path.split("."):
-        value = value.get(part, "") if isinstance(value, dict) else ""
-    return str(value)
 
 
 def container_env(pod: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:

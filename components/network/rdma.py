@@ -10,9 +10,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from planning.naming import Names
-
-RDMA_MTU = 8896
-"""RoCE VPC MTU recommended by https://docs.cloud.google.com/vpc/docs/rdma-network-profiles."""
+from planning.network import RDMA_MTU
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -46,17 +46,16 @@ from pulumi.runtime import proto
 from pulumi.runtime._grpc_settings import _GRPC_CHANNEL_OPTIONS
 from pulumi.runtime.proto import provider_pb2_grpc
 
+from planning.resource_types import CLUSTER, GET_CLIENT_CONFIG, GET_PROJECT
 from pulumi_offline import bridge_diff
 from pulumi_offline import gcp_types as types_model
+from pulumi_offline.cloud_outputs import plan_known
 from pulumi_offline.fake_cloud import FAKE_CA, FAKE_ENDPOINT, FakeCloud
 from pulumi_offline.fake_reservations import NotFoundError
 from testbed.gcp_standin import invokes, replace_facts
 
 VERSION = "10.2.0"
 """The pulumi-gcp release this stands in for (the SDK's pulumi-plugin.json)."""
-
-PROVIDER_TYPE = "pulumi:providers:gcp"
-CLUSTER = "gcp:container/cluster:Cluster"
 
 
 def log(message: str) -> None:
@@ -244,18 +243,11 @@ class GcpStandIn(p.Provider):
 
     def _planned(self, token: str, inputs: Mapping[str, PropertyValue]) -> dict[str, PropertyValue]:
         """Outputs Terraform's plan already knows (CustomizeDiff sets them): the provider's
-        project where the program leaves it out, `deletionPolicy` DELETE, the labels."""
+        project where the program leaves it out, `deletionPolicy` DELETE, the labels; which
+        of them a type has is read from the SDK's output types, not preflight's table."""
         names = types_model.output_names(token)
-        known: dict[str, PropertyValue] = {}
-        if "project" in names and "project" not in inputs and self.project:
-            known["project"] = wrap(self.project)
-        if "deletionPolicy" in names and "deletionPolicy" not in inputs:
-            known["deletionPolicy"] = wrap("DELETE")
-        labels = inputs.get("labels") or inputs.get("resourceLabels")
-        for key in ("effectiveLabels", "pulumiLabels"):
-            if key in names:
-                known[key] = labels if labels is not None else wrap({})
-        return known
+        known = plan_known(token, inputs, self.project, outputs=names)
+        return {key: wrap(value) for key, value in known.items()}
 
     def _preview(
         self,
@@ -363,7 +355,7 @@ class GcpStandIn(p.Provider):
 
     def _answer(self, token: str, args: Mapping[str, Any]) -> dict[str, Any]:
         cloud = self._cloud()
-        if token == "gcp:organizations/getProject:getProject":  # noqa: S105 - a token name
+        if token == GET_PROJECT:
             project = args.get("projectId") or self.project
             mocked = cloud.call_result(token, {"projectId": project})
             return {
@@ -381,7 +373,7 @@ class GcpStandIn(p.Provider):
                 "pulumiLabels": {},
                 "tags": {},
             }
-        if token == "gcp:organizations/getClientConfig:getClientConfig":  # noqa: S105
+        if token == GET_CLIENT_CONFIG:
             mocked = cloud.call_result(token, {})
             return {k: mocked[k] for k in ("accessToken", "id", "project", "region", "zone")}
         raise RuntimeError(f"the stand-in does not answer {token}")

@@ -7,6 +7,11 @@ fields, the fields with diff suppression, CustomizeDiff replacements, the bridge
 delete-before-replace rule and the Check defaults, each with its sources. The stand-in reads
 it when it starts; without it the stand-in refuses to plan (it would otherwise plan every
 change in place, which is what the real provider does not do).
+
+It is not derived from preflight's own copy (`pulumi_offline.gcp_force_new`) on purpose: the
+stand-in stands for the real provider, and a test plans every input the program sends with
+both tables and asks for the same answer. The rules that turn either table into a plan (the
+bridge's diff, the subnet-shrink rule) are shared code.
 """
 
 from __future__ import annotations
@@ -17,12 +22,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pulumi_offline.bridge_diff import (
-    CustomizeRule,
-    TypeFacts,
-    cidr_shrinks_or_moves,
-    true_to_false,
-)
+from planning.network import cidr_shrinks_or_moves
+from pulumi_offline.bridge_diff import CustomizeRule, TypeFacts, true_to_false
 from testbed.shared import shared_dir
 
 TABLE = Path("reference") / "gcp-forcenew.json"

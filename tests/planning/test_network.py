@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planning.network import consecutive_subnets, duplicates, overlaps
+from planning.network import cidr_shrinks_or_moves, consecutive_subnets, duplicates, overlaps
 
 
 def nets(*cidrs: str) -> list[IPv4Network]:
@@ -52,6 +52,25 @@ def test_duplicates_in_first_seen_order() -> None:
     assert duplicates(nets("10.0.0.0/24", "10.0.1.0/24", "10.0.0.0/24", "10.0.0.0/24")) == nets(
         "10.0.0.0/24"
     )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "recreates"),
+    [
+        ("10.0.0.0/24", "10.0.0.0/23", False),  # grown in place
+        ("10.0.0.0/24", "10.0.0.0/25", True),  # shrunk
+        ("10.0.0.0/24", "10.0.8.0/24", True),  # moved
+        (["10.0.0.0/24", "10.0.1.0/24"], ["10.0.0.0/23", "10.0.0.0/23"], False),
+        (["10.0.0.0/24", "10.0.1.0/24"], ["10.0.0.0/24", "10.0.2.0/24"], True),
+        (["10.0.0.0/24"], ["10.0.0.0/24", "10.0.1.0/24"], True),  # another subnet count
+        ("10.0.0.0/24", "not a range", True),
+        ("10.0.0.0/24", "fd00::/64", True),
+    ],
+)
+def test_a_subnet_is_recreated_when_its_range_shrinks_or_moves(
+    old: object, new: object, recreates: bool
+) -> None:
+    assert cidr_shrinks_or_moves(old, new) is recreates
 
 
 prefixes = st.integers(min_value=16, max_value=28)

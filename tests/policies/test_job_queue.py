@@ -7,8 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from planning.resource_types import CLUSTER_QUEUE, NODE_POOL, RESOURCE_FLAVOR
 from policies.job_queue import gpu_workloads_queued, gpus_requested, queue_gpu_quota
-from policies.resource_types import CLUSTER_QUEUE, NODE_POOL, RESOURCE_FLAVOR
 from preflight.cli import Result
 from preflight.recorder import Record
 from tests.harness import REPO, run_stack, variant

@@ -8,20 +8,16 @@ through the same analyzer servicer preflight uses.
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pulumi_policy import Policy
 
-from policies import data_protection as dp
-from policies import firewall as fw
-from policies import gpu_pool as topo
-from policies import job_queue as queue
-from policies import quota
-from policies import security as sec
-from policies.pack import POLICIES
-from policies.resource_types import (
+from planning.catalog import GPU_CATALOG, machine_family
+from planning.resource_types import (
     BUCKET,
     CLUSTER,
     CLUSTER_QUEUE,
@@ -33,6 +29,13 @@ from policies.resource_types import (
     PERSISTENT_VOLUME,
     SUBNETWORK,
 )
+from policies import data_protection as dp
+from policies import firewall as fw
+from policies import gpu_pool as topo
+from policies import job_queue as queue
+from policies import quota
+from policies import security as sec
+from policies.pack import POLICIES
 from preflight.recorder import Record
 from tests.policies.helpers import UNKNOWN_VALUE, record, run
 from tests.policies.test_job_queue import (
@@ -701,3 +704,39 @@ def test_a_pool_that_does_not_say_private_nodes_is_stopped(
         " cluster)"
     ]
     assert violations[0].enforcement_level == "mandatory"
+
+
+def test_gpu_policies_take_machine_shapes_from_the_catalog() -> None:
+    """A new catalog row needs no policy edit: machine, accelerator, GPU count and how the
+    machine is sold come from planning.catalog."""
+    for row in GPU_CATALOG.values():
+        shape = (row.accelerator_type, row.gpus_per_node)
+        assert topo.MACHINE_ACCELERATORS[row.machine_type] == shape
+        on_demand = "on-demand" in row.capacity_types
+        assert (machine_family(row.machine_type) in topo.RESERVATION_ONLY_FAMILIES) != on_demand
+    schema = topo.gpu_capacity_sold.config_schema
+    assert schema is not None
+    assert schema.properties["reservationOnlyFamilies"]["default"] == topo.RESERVATION_ONLY_FAMILIES
+
+
+def test_an_h200_pool_needs_the_nics_its_catalog_row_names() -> None:
+    h200 = GPU_CATALOG["h200"]
+    a3u = pool(
+        nodeConfig=node_config(
+            machineType=h200.machine_type,
+            guestAccelerators=[{"type": h200.accelerator_type, "count": 8.0}],
+        )
+    )
+    assert run(topo.gpu_pool_nics, rdma_fabric(a3u)) == []
+
+
+@pytest.mark.parametrize("stack", ["dev", "b200", "h200"])
+def test_committed_policy_configs_name_the_catalog_s_quota_metrics(stack: str) -> None:
+    """The committed quotas are the project's numbers; their names must be metrics the catalog
+    (and so the gpu-quota policy) counts GPUs under, or the quota would never be compared."""
+    path = Path(__file__).resolve().parents[2] / "policies" / "config" / f"{stack}.json"
+    quotas = json.loads(path.read_text(encoding="utf-8"))["gpu-quota"]["quotas"]
+    metrics = {"GPUS_ALL_REGIONS"}
+    for row in GPU_CATALOG.values():
+        metrics |= {row.quota_metric, row.preemptible_quota_metric}
+    assert set(quotas) <= metrics

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from planning.resource_types import NODE_POOL
 from policies.quota import gpu_quota, metric_for
-from policies.resource_types import NODE_POOL
 from tests.policies.helpers import UNKNOWN_VALUE, record, run
 
 

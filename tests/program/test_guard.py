@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 import pytest
 
+from planning.resource_types import READ_STACK_OUTPUTS
 from program import guard
 from program.guard import read_with_retries
 
@@ -76,5 +77,5 @@ def test_the_guard_s_invoke_goes_through_the_retries(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(pulumi, "get_project", lambda: "nemo-rl-gke")
     monkeypatch.setattr(time, "sleep", lambda _s: None)
     assert guard.previous_outputs("b200") == {"replacementConfig": {"zone": "us-central1-b"}}
-    assert asked == [(guard.READ_STACK_OUTPUTS, {"name": "organization/nemo-rl-gke/b200"})] * 2
+    assert asked == [(READ_STACK_OUTPUTS, {"name": "organization/nemo-rl-gke/b200"})] * 2
     assert len(calls) == 2

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from planning.network import cidr_shrinks_or_moves
 from pulumi_offline.bridge_diff import (
     CustomizeRule,
     Kind,
     TypeFacts,
     apply_check_defaults,
-    cidr_shrinks_or_moves,
     diff_inputs,
 )
 

@@ -19,15 +19,22 @@ from pulumi.provider.experimental import provider as p
 from pulumi.provider.experimental.property_value import Computed, PropertyValue
 from pulumi.runtime import proto
 
+from planning.resource_types import (
+    CLUSTER,
+    GET_CLUSTER,
+    GET_PROJECT,
+    GET_RESERVATION,
+    GET_RESERVATION_BLOCK,
+    LUSTRE,
+    NETWORK,
+    NODE_POOL,
+    SUBNETWORK,
+)
 from pulumi_offline import gcp_types as types_model
 from testbed.gcp_standin import replace_facts
 from testbed.gcp_standin.provider import UNKNOWN, GcpStandIn, _Servicer, plain, wrap
 
 REPO = Path(__file__).resolve().parents[2]
-NETWORK = "gcp:compute/network:Network"
-SUBNET = "gcp:compute/subnetwork:Subnetwork"
-CLUSTER = "gcp:container/cluster:Cluster"
-NODE_POOL = "gcp:container/nodePool:NodePool"
 
 
 def urn(token: str, name: str) -> str:
@@ -48,12 +55,12 @@ def check(token: str, inputs: Mapping[str, Any]) -> list[tuple[str, str]]:
 def test_every_program_resource_type_is_known_to_the_sdk() -> None:
     tokens = types_model.known_tokens()
     assert len(tokens) > 1000  # the SDK's own registry, not a hand-made list
-    for token in (NETWORK, SUBNET, CLUSTER, NODE_POOL, "gcp:lustre/instance:Instance"):
+    for token in (NETWORK, SUBNETWORK, CLUSTER, NODE_POOL, LUSTRE):
         assert token in tokens
 
 
 def test_valid_inputs_pass() -> None:
-    assert check(SUBNET, {"network": "net", "ipCidrRange": "10.0.0.0/24", "region": "r"}) == []
+    assert check(SUBNETWORK, {"network": "net", "ipCidrRange": "10.0.0.0/24", "region": "r"}) == []
     assert (
         check(
             NODE_POOL,
@@ -74,9 +81,14 @@ def test_valid_inputs_pass() -> None:
 @pytest.mark.parametrize(
     ("token", "inputs", "where", "reason"),
     [
-        (SUBNET, {"ipCidrRange": "10.0.0.0/24"}, "network", "missing required property"),
-        (SUBNET, {"network": "n", "ipCidrRnage": "10.0.0.0/24"}, "ipCidrRnage", "unknown property"),
-        (SUBNET, {"network": "n", "ipCidrRange": 10.0}, "ipCidrRange", "expected a string"),
+        (SUBNETWORK, {"ipCidrRange": "10.0.0.0/24"}, "network", "missing required property"),
+        (
+            SUBNETWORK,
+            {"network": "n", "ipCidrRnage": "10.0.0.0/24"},
+            "ipCidrRnage",
+            "unknown property",
+        ),
+        (SUBNETWORK, {"network": "n", "ipCidrRange": 10.0}, "ipCidrRange", "expected a string"),
         (NETWORK, {"mtu": "8896"}, "mtu", "expected an integer"),
         (NETWORK, {"mtu": 88.5}, "mtu", "expected an integer"),
         (
@@ -111,7 +123,9 @@ def test_inputs_a_provider_refuses_are_refused(
 
 def test_unknown_values_are_not_judged_until_known() -> None:
     inputs = {"network": PropertyValue(Computed()), "ipCidrRange": PropertyValue(Computed())}
-    response = asyncio.run(GcpStandIn().check(p.CheckRequest(urn(SUBNET, "x"), {}, inputs, b"")))
+    response = asyncio.run(
+        GcpStandIn().check(p.CheckRequest(urn(SUBNETWORK, "x"), {}, inputs, b""))
+    )
     assert not response.failures
 
 
@@ -172,7 +186,7 @@ def test_during_preview_computed_outputs_are_unknown_and_inputs_known() -> None:
 
 def test_invokes_answer_every_field_of_the_sdk_result_and_check_arguments() -> None:
     standin = configured()
-    token = "gcp:organizations/getProject:getProject"  # noqa: S105 - a token name
+    token = GET_PROJECT
     answer = asyncio.run(
         standin.invoke(p.InvokeRequest(token, props({"projectId": "proj-123456"})))
     )
@@ -207,7 +221,6 @@ def test_the_plugin_announces_itself_as_a_stand_in_and_serves_a_port(tmp_path: P
 
 # --- planning like the real provider (the shared table of what it replaces on) -------------
 
-LUSTRE = "gcp:lustre/instance:Instance"
 FACTS_TABLE = replace_facts.table_path()
 needs_facts = pytest.mark.skipif(
     not FACTS_TABLE.is_file(),
@@ -309,10 +322,10 @@ def test_lustre_throughput_replaces_create_first_and_capacity_is_in_place() -> N
 @needs_facts
 def test_a_subnet_that_moves_is_replaced_through_meta_and_one_that_grows_is_not() -> None:
     old = {"name": "s", "network": "n", "ipCidrRange": "10.0.0.0/24"}
-    moved = diff(SUBNET, old, {**old, "ipCidrRange": "10.0.8.0/24"})
+    moved = diff(SUBNETWORK, old, {**old, "ipCidrRange": "10.0.8.0/24"})
     assert list(moved.replaces) == ["__meta"]
     assert moved.deleteBeforeReplace
-    grown = diff(SUBNET, old, {**old, "ipCidrRange": "10.0.0.0/22"})
+    grown = diff(SUBNETWORK, old, {**old, "ipCidrRange": "10.0.0.0/22"})
     assert list(grown.replaces) == []
 
 
@@ -456,12 +469,12 @@ def test_reservation_reads_answer_from_the_description_or_fail_as_a_404(
     standin = configured()
     for token, args, checks in (
         (
-            "gcp:compute/getReservation:getReservation",
+            GET_RESERVATION,
             {"name": "res-a", "zone": "us-central1-b"},
             {"name": "res-a"},
         ),
         (
-            "gcp:compute/getReservationBlock:getReservationBlock",
+            GET_RESERVATION_BLOCK,
             {"name": "b1", "reservation": "res-a", "zone": "us-central1-b"},
             {"blockCount": 4, "inUseCount": 1},
         ),
@@ -474,7 +487,7 @@ def test_reservation_reads_answer_from_the_description_or_fail_as_a_404(
     missing = asyncio.run(
         standin.invoke(
             p.InvokeRequest(
-                "gcp:compute/getReservation:getReservation",
+                GET_RESERVATION,
                 props({"name": "res-a", "zone": "us-central1-c"}),
             )
         )
@@ -487,7 +500,7 @@ def test_reservation_reads_answer_from_the_description_or_fail_as_a_404(
     cluster = asyncio.run(
         standin.invoke(
             p.InvokeRequest(
-                "gcp:container/getCluster:getCluster",
+                GET_CLUSTER,
                 props({"name": "c", "location": "us-central1"}),
             )
         )

@@ -2,7 +2,7 @@
 
 Real: the Pulumi CLI, the pulumi-kubernetes provider, the Python SDK, the policy pack as the
 language host starts it. Stand-ins: the language host's gRPC front end and the GCP provider
-(see README, "Engine test bed"). Each test starts from a new stack on a fresh file backend,
+(see docs/testbed.md). Each test starts from a new stack on a fresh file backend,
 so every computed value is unknown, as in a user's first preview.
 """
 

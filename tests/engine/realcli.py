@@ -228,9 +228,10 @@ class Workspace:
         return list(deployment.get("resources") or [])
 
 
-def make_workspace(tmp: Path) -> Workspace:
-    """Copy the project into `tmp/project` with a backend in `tmp/state`."""
-    root = tmp / "project"
+def copy_project(root: Path, *, tools: bool = False) -> Path:
+    """The project's files (what a fresh clone has, with uncommitted edits) copied into `root`,
+    using the checkout's .venv (and, with `tools`, its .tools: the built engine, the local
+    cluster, the state), so that a test may change the copy and never the checkout."""
     for name in tracked_files():
         source = REPO / name
         if not source.is_file():
@@ -239,6 +240,15 @@ def make_workspace(tmp: Path) -> Workspace:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, target)
     (root / ".venv").symlink_to(REPO / ".venv")
+    if tools:
+        (REPO / ".tools").mkdir(exist_ok=True)
+        (root / ".tools").symlink_to(REPO / ".tools")
+    return root
+
+
+def make_workspace(tmp: Path) -> Workspace:
+    """Copy the project into `tmp/project` with a backend in `tmp/state`."""
+    root = copy_project(tmp / "project")
     backend = tmp / "state"
     backend.mkdir()
     return Workspace(root=root, backend=backend)

@@ -44,6 +44,10 @@ LOSE_RESERVED = (
     "the reserved VMs until the new pool has them (the old pool is deleted first, which frees"
     " the reservation for it)"
 )
+LOSE_MOVE = (
+    "; but the VMs it frees are in the old reservation, so the new one (or block) must hold the"
+    " whole pool: the preview reads it and stops before anything is deleted when it cannot"
+)
 LOSE_DATA = "every file on Lustre (the new instance is empty: copy data out first)"
 LOSE_ALL = "everything: jobs, data on Lustre, reserved capacity, in-cluster state"
 
@@ -101,10 +105,12 @@ ROWS: tuple[Row, ...] = (
     _gpu_pool_row(
         "gpu.reservation",
         "NodePool nodeConfig.reservationAffinity.values is ForceNew",
+        LOSE_MOVE,
     ),
     _gpu_pool_row(
         "gpu.reservationProject",
         "NodePool nodeConfig.reservationAffinity.values is ForceNew",
+        LOSE_MOVE,
         gates=False,
     ),
     _gpu_pool_row("gpu.placement", "NodePool placementPolicy is a ForceNew block"),

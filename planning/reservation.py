@@ -59,7 +59,14 @@ class PoolDemand:
     """The pool's most nodes (fixed size or autoscaling maximum)."""
     zone: str
     current_nodes: int = 0
-    """Nodes the pool already has: they already count in the reservation's in-use VMs."""
+    """Nodes the pool already has inside the reservation part asked for: they already count in
+    its in-use VMs."""
+    elsewhere: str | None = None
+    """Where the pool's nodes sit when that is not inside the part asked for (a reservation
+    move, or narrowing to a block): they count nowhere in the target, which must hold the
+    whole pool because GKE replaces a pool delete-first on any reservation change."""
+    elsewhere_nodes: int = 0
+    """How many nodes sit there."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,36 @@ class ReservationSeen:
     """(accelerator type, count per VM) of the reserved VMs."""
     capacity: Capacity
     """Of the narrowest part named: the sub-block, else the block, else the reservation."""
+
+
+_FULL_PATH = re.compile(r"projects/(?P<project>[^/]+)/reservations/(?P<rest>.+)")
+
+
+def consumed_reservation(value: str, pool_project: str) -> tuple[str, ReservationPath] | None:
+    """The project and path a pool's reservation-affinity value names: `NAME[/...]` in the
+    pool's own project, or `projects/P/reservations/NAME[/...]` (a shared reservation, and the
+    form Cluster Toolkit sends for blocks). None when it is neither."""
+    match = _FULL_PATH.fullmatch(value)
+    project, rest = (match["project"], match["rest"]) if match else (pool_project, value)
+    path = parse_reservation(rest)
+    return (project, path) if path else None
+
+
+def nodes_inside(
+    target: ReservationPath, target_project: str, consumed: tuple[str, ReservationPath] | None
+) -> bool:
+    """Do nodes consuming `consumed` sit inside `target`? Yes when it is the same reservation
+    and the target is the same part or a wider one (a block's nodes are in its reservation);
+    no for another reservation or a narrower part (nodes of NAME need not be in block B)."""
+    if consumed is None:
+        return False
+    project, path = consumed
+    return (
+        project == target_project
+        and path.name == target.name
+        and target.block in (None, path.block)
+        and target.sub_block in (None, path.sub_block)
+    )
 
 
 def last_segment(value: str) -> str:
@@ -125,5 +162,13 @@ def fit_problems(path: ReservationPath, demand: PoolDemand, seen: ReservationSee
                 f"has {capacity.free} free VMs in the {part} ({capacity.count} reserved,"
                 f" {capacity.in_use} in use), but the pool needs {missing} more"
                 + (f" beyond its {demand.current_nodes} nodes" if demand.current_nodes else "")
+                + (
+                    f"; the pool's {demand.elsewhere_nodes} nodes consume {demand.elsewhere},"
+                    " which does not make them part of it, and GKE deletes the pool before it"
+                    " creates the new one: the running pool would be lost before the new one"
+                    " failed"
+                    if demand.elsewhere
+                    else ""
+                )
             )
     return problems

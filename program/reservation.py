@@ -20,8 +20,10 @@ from planning.reservation import (
     PoolDemand,
     ReservationPath,
     ReservationSeen,
+    consumed_reservation,
     fit_problems,
     last_segment,
+    nodes_inside,
 )
 from stack_config import InvalidStackConfig, StackConfig
 
@@ -43,13 +45,19 @@ def check_reservation(cfg: StackConfig) -> None:
     owner = cfg.gpu.reservation_project or cfg.project
     gpu = cfg.gpu.profile
     seen = _read(path, owner, cfg.zone)
+    nodes, consumed = _current_pool(cfg)
+    # A pool's nodes count only in the reservation (and block) they consume: after a move they
+    # sit in the old one, and the new one must hold the whole pool.
+    inside = nodes_inside(path, owner, consumed_reservation(consumed, cfg.project))
     demand = PoolDemand(
         machine_type=gpu.machine_type,
         accelerator_type=gpu.accelerator_type,
         gpus_per_node=gpu.gpus_per_node,
         nodes=cfg.gpu.max_nodes,
         zone=cfg.zone,
-        current_nodes=_current_nodes(cfg),
+        current_nodes=nodes if inside else 0,
+        elsewhere=None if inside or not nodes else (consumed or "no reservation"),
+        elsewhere_nodes=0 if inside else nodes,
     )
     problems = fit_problems(path, demand, seen)
     if problems:
@@ -107,16 +115,17 @@ def _read(path: ReservationPath, owner: str, zone: str) -> ReservationSeen:
     )
 
 
-def _current_nodes(cfg: StackConfig) -> int:
-    """Nodes the stack's GPU pool has now (they are among the reservation's VMs in use); 0 when
-    the cluster does not exist yet, or the project has no GKE API (so no cluster)."""
+def _current_pool(cfg: StackConfig) -> tuple[int, str]:
+    """Nodes the stack's GPU pool has now and the reservation-affinity value they consume
+    (empty when none); (0, "") when the cluster does not exist yet, or the project has no GKE
+    API (so no cluster)."""
     try:
         cluster = gcp.container.get_cluster(
             name=cfg.names.cluster, location=cfg.region, project=cfg.project
         )
     except Exception as error:
         if _missing(error) or _API_OFF.search(str(error)):
-            return 0
+            return 0, ""
         raise InvalidStackConfig(
             KEY,
             f"could not read cluster {cfg.names.cluster} to count the GPU nodes it already"
@@ -128,8 +137,17 @@ def _current_nodes(cfg: StackConfig) -> int:
     for pool in cluster.node_pools or []:
         if pool.name == pool_name:
             zones = max(1, len(pool.node_locations or []))
-            return int(pool.node_count or 0) * zones
-    return 0
+            return int(pool.node_count or 0) * zones, _affinity_value(pool)
+    return 0, ""
+
+
+def _affinity_value(pool: gcp.container.outputs.GetClusterNodePoolResult) -> str:
+    """The specific reservation a pool consumes, as GKE holds it; empty for any other."""
+    for config in pool.node_configs or []:
+        for affinity in config.reservation_affinities or []:
+            if affinity.consume_reservation_type == "SPECIFIC_RESERVATION" and affinity.values:
+                return str(affinity.values[0])
+    return ""
 
 
 def _first_line(error: Exception) -> str:
@@ -172,6 +190,13 @@ def _fix_not_found(owner: str, zone: str) -> str:
 
 
 def _fix(seen: ReservationSeen, demand: PoolDemand) -> str:
+    if demand.elsewhere and last_segment(seen.machine_type) in ("", demand.machine_type):
+        return (
+            f"make room for all {demand.nodes} nodes in the new reservation first (free or add"
+            " VMs there), then change gpu.reservation; or move in two updates, accepting the"
+            " outage: gpu.nodes 0 (the pool leaves"
+            f" {demand.elsewhere}), then gpu.reservation with gpu.nodes back"
+        )
     reserved = last_segment(seen.machine_type)
     if reserved != demand.machine_type:
         matching = [key for key, row in GPU_CATALOG.items() if row.machine_type == reserved]

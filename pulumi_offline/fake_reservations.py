@@ -117,6 +117,9 @@ class PoolNodes(_Model):
     name: str
     nodes: int = Field(ge=0)
     zones: tuple[str, ...]
+    reservation: str | None = None
+    """The specific reservation its nodes consume, as GKE holds the affinity value (`NAME`,
+    `NAME/reservationBlocks/B` or `projects/P/reservations/NAME...`); none: no reservation."""
 
 
 class Cluster(_Model):
@@ -276,12 +279,27 @@ def _cluster(
                     "location": location,
                     "project": project,
                     "nodePools": [
-                        {"name": p.name, "nodeCount": p.nodes, "nodeLocations": list(p.zones)}
+                        {
+                            "name": p.name,
+                            "nodeCount": p.nodes,
+                            "nodeLocations": list(p.zones),
+                            "nodeConfigs": [{"reservationAffinities": [_affinity(p)]}],
+                        }
                         for p in cluster.pools
                     ],
                 },
             )
     raise _not_found(f"projects/{project}/locations/{location}/clusters/{name}")
+
+
+def _affinity(pool: PoolNodes) -> dict[str, Any]:
+    if pool.reservation is None:
+        return {"consumeReservationType": "NO_RESERVATION", "key": "", "values": []}
+    return {
+        "consumeReservationType": "SPECIFIC_RESERVATION",
+        "key": "compute.googleapis.com/reservation-name",
+        "values": [pool.reservation],
+    }
 
 
 def assumed_for(

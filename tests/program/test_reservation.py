@@ -21,7 +21,9 @@ from planning.reservation import (
     PoolDemand,
     ReservationPath,
     ReservationSeen,
+    consumed_reservation,
     fit_problems,
+    nodes_inside,
     parse_reservation,
 )
 from preflight.cli import main, preflight
@@ -144,7 +146,9 @@ def test_the_pool_s_own_nodes_are_not_counted_against_it(tmp_path: Path) -> None
     cluster = {
         "name": "nemo-rl-b200",
         "location": "us-central1",
-        "pools": [{"name": "gpu-b200", "nodes": 2, "zones": ["us-central1-b"]}],
+        "pools": [
+            {"name": "gpu-b200", "nodes": 2, "zones": ["us-central1-b"], "reservation": NAME}
+        ],
     }
     full = [reservation(count=2, inUse=2)]
     assert run_b200(tmp_path, full, clusters=[cluster]).mandatory == []
@@ -260,3 +264,75 @@ def test_a_reservation_made_from_an_instance_template_is_judged_by_its_size_only
     assert fit_problems(
         ReservationPath("r"), demand, ReservationSeen("us-central1-b", "", (), Capacity(1, 0))
     ) == ["holds 1 VMs in the reservation, but the pool can grow to 2"]
+
+
+OTHER = "my-b200-reservation-next"
+
+
+def running_pool(consumes: str | None, nodes: int = 2) -> dict[str, Any]:
+    """The b200 cluster as GKE reports it, its GPU pool consuming `consumes`."""
+    pool = {"name": "gpu-b200", "nodes": nodes, "zones": ["us-central1-b"]}
+    return {
+        "name": "nemo-rl-b200",
+        "location": "us-central1",
+        "pools": [{**pool, "reservation": consumes}] if consumes else [pool],
+    }
+
+
+def test_a_move_to_a_full_reservation_is_refused_before_the_pool_is_deleted(
+    tmp_path: Path,
+) -> None:
+    """The pool's 2 nodes sit in the old reservation: they are no credit in the new one, which
+    must hold the whole pool because GKE replaces the pool delete-first."""
+    both_full = [reservation(count=2, inUse=2), reservation(name=OTHER, count=2, inUse=2)]
+    error = stopped(tmp_path, both_full, gpu={"reservation": OTHER}, clusters=[running_pool(NAME)])
+    assert "has 0 free VMs in the reservation (2 reserved, 2 in use)" in error.problem
+    assert "but the pool needs 2 more;" in error.problem
+    assert f"the pool's 2 nodes consume {NAME}" in error.problem
+    assert "GKE deletes the pool before it creates the new one" in error.problem
+    assert "make room for all 2 nodes in the new reservation first" in error.fix
+    assert f"gpu.nodes 0 (the pool leaves {NAME}), then gpu.reservation" in error.fix
+
+
+def test_a_move_to_a_reservation_with_room_goes_ahead(tmp_path: Path) -> None:
+    target = [reservation(count=2, inUse=2), reservation(name=OTHER, count=2, inUse=0)]
+    result = run_b200(tmp_path, target, gpu={"reservation": OTHER}, clusters=[running_pool(NAME)])
+    assert result.mandatory == []
+
+
+def test_narrowing_to_a_block_does_not_credit_nodes_that_need_not_be_in_it(
+    tmp_path: Path,
+) -> None:
+    block = f"{NAME}/reservationBlocks/block-1"
+    described = [
+        reservation(count=4, inUse=2, blocks=[{"name": "block-1", "count": 2, "inUse": 2}])
+    ]
+    error = stopped(tmp_path, described, gpu={"reservation": block}, clusters=[running_pool(NAME)])
+    assert "has 0 free VMs in the block" in error.problem
+    # Already on that block: its nodes are the block's VMs in use, and the next preview passes.
+    on_block = run_b200(
+        tmp_path, described, gpu={"reservation": block}, clusters=[running_pool(block)]
+    )
+    assert on_block.mandatory == []
+
+
+@pytest.mark.parametrize(
+    ("value", "target", "inside"),
+    [
+        ("res-a", "res-a", True),
+        ("res-a", "res-b", False),
+        ("res-a/reservationBlocks/b-1", "res-a", True),
+        ("res-a", "res-a/reservationBlocks/b-1", False),
+        ("res-a/reservationBlocks/b-1", "res-a/reservationBlocks/b-2", False),
+        ("res-a/reservationBlocks/b-1/reservationSubBlocks/s", "res-a/reservationBlocks/b-1", True),
+        ("projects/own/reservations/res-a", "res-a", True),
+        ("projects/shared/reservations/res-a", "res-a", False),
+        ("", "res-a", False),
+    ],
+)
+def test_nodes_count_only_inside_the_part_they_consume(
+    value: str, target: str, inside: bool
+) -> None:
+    path = parse_reservation(target)
+    assert path is not None
+    assert nodes_inside(path, "own", consumed_reservation(value, "own")) is inside

@@ -35,7 +35,10 @@ apis = build_apis(cfg)  # every resource that calls an API waits for it to be on
 nets = build_networks(cfg, apis)
 gke = build_gke(cfg, nets, labels, apis)
 storage = build_cloud_storage(cfg, nets, gke, labels, apis)  # Lustre beside the cluster
-volumes = build_volumes(cfg, storage, gke)
+# The claim keeps the size Lustre was created at while the instance grows (program.guard).
+volumes = build_volumes(
+    cfg, storage, gke, claim_gib=int(replacement_config["lustre.createdCapacityGib"])
+)
 kueue = build_kueue(cfg, gke)  # the job queue's controller, before any Job in the namespace
 # The gates prove GPUs, RDMA, NCCL and /data before the RayCluster takes the GPUs.
 verification = build_verification(cfg, gke, volumes, {"stack": stack}, kueue)

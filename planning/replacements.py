@@ -215,7 +215,8 @@ IN_PLACE: tuple[tuple[str, str], ...] = (
     (f"{PROJECT}:gpu.autoscaling", "GPU pool autoscaling (the acceptance gates run again)"),
     (
         f"{PROJECT}:lustre.capacityGib",
-        "Lustre capacityGib, grow only in steps of the tier (the storage gate runs again)",
+        "Lustre capacityGib, grow only in steps of the tier and never past the threshold it"
+        " was created under; a shrink stops the preview (the storage gate runs again)",
     ),
     (f"{PROJECT}:lustre.gkeSupport", "Lustre gkeSupportEnabled, LNet firewall, cluster flag"),
     (

@@ -82,3 +82,27 @@ def nearest_valid(tier: Tier, capacity_gib: int) -> int:
 def aggregate_throughput_mbps(throughput: int, capacity_gib: int) -> float:
     """Total throughput in MB/s: capacity in TiB times the per-TiB tier."""
     return capacity_gib / 1024 * throughput
+
+
+def growth_problem(
+    throughput: int, created_gib: int, previous_gib: int, new_gib: int
+) -> str | None:
+    """Why an existing instance cannot go from `previous_gib` to `new_gib`, or None.
+
+    Capacity never shrinks, and an instance created at or below its tier's threshold grows only
+    up to that threshold (https://docs.cloud.google.com/managed-lustre/docs/increase-capacity):
+    the API refuses both at apply, after the preview showed an ordinary update.
+    """
+    if new_gib < previous_gib:
+        return (
+            f"Managed Lustre capacity never shrinks: {previous_gib} GiB -> {new_gib} GiB would"
+            " be refused by the API at apply"
+        )
+    tier = TIERS.get(throughput)
+    if tier is not None and created_gib <= tier.threshold_gib < new_gib:
+        return (
+            f"an instance created at {created_gib} GiB (at or below the {throughput} MB/s/TiB"
+            f" tier's threshold of {tier.threshold_gib} GiB) grows only up to"
+            f" {tier.threshold_gib} GiB; {new_gib} GiB would be refused by the API at apply"
+        )
+    return None

@@ -34,6 +34,12 @@ from preflight.report import (
     summarize,
     to_json,
 )
+from program.guard import (
+    REPLACEMENT_EXPORT,
+    LustreGrowthRefused,
+    ReplacementRefused,
+    check_lustre_growth,
+)
 from pulumi_offline.fake_reservations import CloudFixtures, FixtureError, assumed_for, load_fixtures
 from pulumi_offline.stackfiles import (
     StackConfigValues,
@@ -282,7 +288,7 @@ def main(
     if args.previous is not None:
         try:
             report = _compare_with(args.previous, stack_file, result, args.policy_config)
-        except StackFileError as error:
+        except (StackFileError, LustreGrowthRefused) as error:
             print(f"preflight: {error}", file=err)
             return EXIT_USAGE
         except InvalidStackConfig as error:
@@ -364,8 +370,22 @@ def _compare_with(
         # Both sides with every value known: fakes derived from names, equal where unchanged.
         ran = preflight(previous, policy_config=policy_config, known=True)
         before = changes.snapshot(ran.run, "known")
-    mode = "preview" if result.preview else "known"
-    now = result
-    if before.mode != mode:
-        now = preflight(stack_file, policy_config=policy_config, known=before.mode == "known")
-    return changes.compare(before, changes.snapshot(now.run, before.mode), str(previous))
+    # The change as the program plans it after reading what the previous deployment exported
+    # (the Lustre claim keeps its created size); a protected stack's refusal is reported below.
+    try:
+        now = preflight(
+            stack_file,
+            policy_config=policy_config,
+            known=before.mode == "known",
+            previous_outputs={REPLACEMENT_EXPORT: dict(before.replacement_config)},
+        )
+    except ReplacementRefused:
+        mode = "preview" if result.preview else "known"
+        now = result
+        if before.mode != mode:
+            now = preflight(stack_file, policy_config=policy_config, known=before.mode == "known")
+    after = changes.snapshot(now.run, before.mode)
+    # What the program's guard refuses whether or not the stack is protected (the API would
+    # refuse it at apply): judged on the same exported values the program compares.
+    check_lustre_growth(dict(before.replacement_config), dict(after.replacement_config))
+    return changes.compare(before, after, str(previous))

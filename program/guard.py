@@ -19,9 +19,11 @@ from typing import Any
 
 import pulumi
 
+from planning.naming import PROJECT
 from planning.replacements import refusals
 from planning.resource_types import READ_STACK_OUTPUTS
-from stack_config import StackConfig
+from planning.storage import growth_problem
+from stack_config import InvalidStackConfig, StackConfig
 
 REPLACEMENT_EXPORT = "replacementConfig"
 """The stack output holding the values `replacement_values` returns."""
@@ -32,6 +34,14 @@ class ReplacementRefused(pulumi.RunError):
 
     A `pulumi.RunError`, so the real CLI prints the message without a traceback.
     """
+
+
+GROWTH_KEYS = ("lustre.capacityGib", "lustre.createdCapacityGib")
+"""Exported values that recreate nothing but bound how the running Lustre instance may grow."""
+
+
+class LustreGrowthRefused(InvalidStackConfig):
+    """The running Lustre instance cannot take the new capacity; nothing was registered."""
 
 
 def replacement_values(cfg: StackConfig) -> dict[str, Any]:
@@ -55,7 +65,42 @@ def replacement_values(cfg: StackConfig) -> dict[str, Any]:
         "network.psaCidr": str(network.psa_cidr),
         "lustre.throughput": lustre.throughput if lustre.enabled else 0,
         "lustre.filesystem": lustre.filesystem if lustre.enabled else "",
+        "lustre.capacityGib": lustre.capacity_gib if lustre.enabled else 0,
+        # What the instance was created at: it bounds how far it can grow (planning.storage).
+        "lustre.createdCapacityGib": lustre.capacity_gib if lustre.enabled else 0,
     }
+
+
+def _same_instance(previous: dict[str, Any], current: dict[str, Any]) -> bool:
+    """Is the Lustre instance the one the last deployment left (not created or recreated)?"""
+    keys = ("lustre.throughput", "lustre.filesystem", "zone", "gcp:project", "name")
+    return bool(previous.get("lustre.capacityGib")) and all(
+        previous.get(k) == current.get(k) for k in keys
+    )
+
+
+def check_lustre_growth(previous: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """Raise InvalidStackConfig (naming lustre.capacityGib) when the running instance cannot
+    take the new capacity; return `current` with the capacity the instance was created at
+    carried over from the last deployment."""
+    if not current.get("lustre.capacityGib") or not _same_instance(previous, current):
+        return current
+    created = int(previous.get("lustre.createdCapacityGib") or previous["lustre.capacityGib"])
+    problem = growth_problem(
+        int(current["lustre.throughput"]),
+        created,
+        int(previous["lustre.capacityGib"]),
+        int(current["lustre.capacityGib"]),
+    )
+    if problem:
+        raise LustreGrowthRefused(
+            f"{PROJECT}:lustre.capacityGib",
+            problem,
+            f"keep lustre.capacityGib at {previous['lustre.capacityGib']} GiB or grow it within"
+            " the rule; a smaller or larger file system is a new instance: copy the data out,"
+            " then change lustre.filesystem (it recreates Lustre, README Day-2 changes)",
+        )
+    return {**current, "lustre.createdCapacityGib": created}
 
 
 CHECKPOINT_READ_TRIES = 6
@@ -95,11 +140,13 @@ def previous_outputs(stack: str) -> dict[str, Any]:
 
 
 def stop_surprise_replacements(cfg: StackConfig, stack: str) -> dict[str, Any]:
-    """Raise ReplacementRefused when a protected stack's change recreates a guarded resource;
-    return the values to export for the next update to compare with."""
+    """Raise ReplacementRefused when a protected stack's change recreates a guarded resource
+    (InvalidStackConfig when Lustre cannot take its new size, protected or not); return the
+    values to export for the next update to compare with."""
     current = replacement_values(cfg)
     previous = previous_outputs(stack).get(REPLACEMENT_EXPORT)
     if isinstance(previous, dict):
+        current = check_lustre_growth(previous, current)
         problems = refusals(previous, current, cfg.protect)
         if problems:
             more = f" ({len(problems) - 1} more change(s) like it)" if len(problems) > 1 else ""

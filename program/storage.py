@@ -112,8 +112,11 @@ def build_cloud_storage(
     return CloudStorage(lustre=lustre, bucket=bucket, project_number=project_number)
 
 
-def build_volumes(cfg: StackConfig, storage: CloudStorage, gke: Gke) -> Volumes:
-    """Namespace + KSA, and the PV/PVC of whichever storage the stack has."""
+def build_volumes(
+    cfg: StackConfig, storage: CloudStorage, gke: Gke, *, claim_gib: int | None = None
+) -> Volumes:
+    """Namespace + KSA, and the PV/PVC of whichever storage the stack has; the Lustre claim
+    asks for `claim_gib` (the size the instance was created at; default: its size now)."""
     identity = WorkloadIdentity(
         "workload",
         WorkloadIdentityArgs(
@@ -137,6 +140,7 @@ def build_volumes(cfg: StackConfig, storage: CloudStorage, gke: Gke) -> Volumes:
                 ip=storage.lustre.ip,
                 filesystem=storage.lustre.filesystem,
                 capacity_gib=cfg.lustre.capacity_gib,
+                claim_gib=claim_gib or cfg.lustre.capacity_gib,
                 throughput=cfg.lustre.throughput,
             ),
             opts=gke.k8s_opts,

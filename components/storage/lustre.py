@@ -176,6 +176,12 @@ class LustreVolumeArgs:
     ip: pulumi.Input[str]
     filesystem: pulumi.Input[str]
     capacity_gib: int
+    """The instance's size now: the PersistentVolume's capacity (a PV may grow)."""
+    claim_gib: int
+    """What the claim asks for: the size the instance was created at, never changed after. The
+    API server refuses to grow a claim without an expandable StorageClass of its class name
+    (admission plugin PersistentVolumeClaimResize) and to shrink one at all, and a static PV
+    binds any claim no larger than itself, so the claim stays as it was while Lustre grows."""
     throughput: int
 
 
@@ -217,7 +223,7 @@ class LustreVolume(pulumi.ComponentResource):
             namespace=args.namespace,
             claim_name=args.claim_name,
             storage_class=storage_class,
-            size=size,
+            size=f"{args.claim_gib}Gi",
             parent=self,
             # The mount the claim reaches, for whoever reads the claim - and so that a preview
             # which replaces the instance has a claim with an unknown input. A throughput change

@@ -138,6 +138,7 @@ def lustre_volume() -> Any:
             ip=lu.ip,
             filesystem=lu.filesystem,
             capacity_gib=18000,
+            claim_gib=18000,
             throughput=500,
         ),
         opts=pulumi.ResourceOptions(providers=[provider]),

@@ -6,7 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planning.storage import TIERS, aggregate_throughput_mbps, capacity_problem, nearest_valid
+from planning.storage import (
+    TIERS,
+    aggregate_throughput_mbps,
+    capacity_problem,
+    growth_problem,
+    nearest_valid,
+)
 
 
 @pytest.mark.parametrize(
@@ -60,3 +66,26 @@ def test_aggregate_throughput() -> None:
 def test_nearest_valid_is_valid(throughput: int, capacity: int) -> None:
     tier = TIERS[throughput]
     assert capacity_problem(throughput, nearest_valid(tier, capacity)) is None
+
+
+@pytest.mark.parametrize(
+    ("throughput", "created", "previous", "new", "refused"),
+    [
+        (500, 18_000, 36_000, 18_000, "never shrinks: 36000 GiB -> 18000 GiB"),
+        (500, 18_000, 18_000, 36_000, None),
+        (500, 18_000, 3_060_000, 3_060_000, None),
+        (500, 18_000, 3_060_000, 3_204_000, "grows only up to 3060000 GiB"),
+        (500, 3_204_000, 3_204_000, 3_348_000, None),
+        (1000, 9_000, 9_000, 1_602_000, "threshold of 1530000 GiB"),
+        (125, 72_000, 72_000, 12_240_000, None),
+    ],
+)
+def test_an_instance_grows_only_as_the_api_allows(
+    throughput: int, created: int, previous: int, new: int, refused: str | None
+) -> None:
+    problem = growth_problem(throughput, created, previous, new)
+    if refused is None:
+        assert problem is None
+    else:
+        assert problem is not None
+        assert refused in problem

@@ -22,7 +22,7 @@ from planning.ray import IMAGE_CUDA
 from planning.replacements import ROWS, Guarded, changes, markdown_table, refusals, row
 from preflight import changes as preflight_changes
 from preflight.cli import Result, main, preflight
-from program.guard import REPLACEMENT_EXPORT, ReplacementRefused
+from program.guard import GROWTH_KEYS, REPLACEMENT_EXPORT, LustreGrowthRefused, ReplacementRefused
 from tests.day2 import IN_PLACE, REPLACING, Case
 from tests.harness import REPO, stack_data, write_stack
 
@@ -220,7 +220,7 @@ def test_refusals_name_each_guarded_key_and_skip_growth() -> None:
 
 def test_every_key_the_program_exports_has_a_row_and_every_row_a_value() -> None:
     exported = committed_b200().run.exports[REPLACEMENT_EXPORT].value
-    assert {r.short_key for r in ROWS} == set(exported) - {"protect"}
+    assert {r.short_key for r in ROWS} == set(exported) - {"protect", *GROWTH_KEYS}
     assert Guarded.GPU_POOL in row("gpu.driverVersion").guarded
 
 
@@ -228,3 +228,76 @@ def test_the_readme_table_is_the_planning_table() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert markdown_table() in readme
     assert [c.row.short_key for c in changes({}, {})] == []
+
+
+def test_a_lustre_shrink_exits_2_naming_the_key(tmp_path: Path) -> None:
+    """Planned as an in-place update, refused by the API at apply: refused at preview."""
+    bigger = b200_with(tmp_path, **{"lustre.capacityGib": 36000})
+    code, out, err = run_cli(
+        "--stack", "b200", "--previous", str(bigger), "--quiet"
+    )  # fmt: skip
+    assert code == 2, out + err
+    (line,) = [x for x in err.splitlines() if not x.startswith("preflight: note:")]
+    assert line.startswith(
+        "preflight: invalid stack config: nemo-rl-gke:lustre.capacityGib: Managed Lustre"
+        " capacity never shrinks: 36000 GiB -> 18000 GiB"
+    )
+    assert "copy the data out, then change lustre.filesystem" in line
+    # Growing by the tier's step is an ordinary update.
+    code, out, err = run_cli(
+        "--stack-file", str(bigger), "--previous", str(REPO / "Pulumi.b200.yaml"), "--quiet"
+    )
+    assert code != 2, err
+
+
+def test_the_program_refuses_growth_past_the_threshold_it_was_created_under(
+    tmp_path: Path,
+) -> None:
+    """The instance was created at 18000 GiB and grown to the 500 tier's threshold since: the
+    capacity it was created at travels in the export, and the next step is refused, protected
+    or not."""
+    exported = dict(committed_b200().run.exports[REPLACEMENT_EXPORT].value)
+    at_threshold = {**exported, "lustre.capacityGib": 3_060_000}
+    assert exported["lustre.createdCapacityGib"] == 18000
+    beyond = b200_with(tmp_path, protect=False, **{"lustre.capacityGib": 3_168_000})
+    with pytest.raises(LustreGrowthRefused) as refused:
+        preflight(beyond, project_dir=REPO, previous_outputs={REPLACEMENT_EXPORT: at_threshold})
+    assert refused.value.key == "nemo-rl-gke:lustre.capacityGib"
+    assert "created at 18000 GiB" in refused.value.problem
+    assert "grows only up to 3060000 GiB" in refused.value.problem
+    # Created above the threshold, the next step is an ordinary update, and the capacity it
+    # was created at is carried on to the next deployment.
+    created_big = {
+        **exported,
+        "lustre.capacityGib": 3_168_000,
+        "lustre.createdCapacityGib": 3_168_000,
+    }
+    further = b200_with(tmp_path, protect=False, **{"lustre.capacityGib": 3_312_000})
+    result = preflight(
+        further, project_dir=REPO, previous_outputs={REPLACEMENT_EXPORT: created_big}
+    )
+    assert result.run.exports[REPLACEMENT_EXPORT].value["lustre.createdCapacityGib"] == 3_168_000
+
+
+def test_lustre_grows_while_its_claim_keeps_the_size_it_was_created_at(tmp_path: Path) -> None:
+    """The API server refuses to grow a claim with no expandable StorageClass behind its class
+    name, so the claim stays at the created size; the PV and the instance grow."""
+    exported = committed_b200().run.exports[REPLACEMENT_EXPORT].value
+    grown = b200_with(tmp_path, **{"lustre.capacityGib": 36000})
+    result = preflight(grown, project_dir=REPO, previous_outputs={REPLACEMENT_EXPORT: exported})
+    by_name = {r.name: r for r in result.run.records}
+    assert by_name["lustre-instance"].inputs["capacityGib"] == "36000"
+    assert by_name["lustre-volume-pv"].inputs["spec"]["capacity"] == {"storage": "36000Gi"}
+    claim = by_name["lustre-volume-pvc"].inputs["spec"]["resources"]
+    assert claim == {"requests": {"storage": "18000Gi"}}
+    # A new stack's claim asks for the whole instance, as before.
+    first = preflight(grown, project_dir=REPO)
+    first_claim = {r.name: r for r in first.run.records}["lustre-volume-pvc"]
+    assert first_claim.inputs["spec"]["resources"] == {"requests": {"storage": "36000Gi"}}
+    # preflight --previous plans it as the program does: the claim is not touched.
+    code, out, err = run_cli(
+        "--stack-file", str(grown), "--previous", str(REPO / "Pulumi.b200.yaml"), "--quiet"
+    )  # fmt: skip
+    assert code == 0, err
+    assert "kubernetes:core/v1:PersistentVolume lustre-volume-pv: spec" in out
+    assert "lustre-volume-pvc" not in out

@@ -94,9 +94,25 @@ class ReservationSeen:
     """(accelerator type, count per VM) of the reserved VMs."""
     capacity: Capacity
     """Of the narrowest part named: the sub-block, else the block, else the reservation."""
+    specific_required: bool = True
+    """`specificReservationRequired`: only VMs that name the reservation may consume it. When
+    false, any VM of that shape in the project can take its capacity (Cluster Toolkit refuses
+    such a reservation for the same reason)."""
 
 
 _FULL_PATH = re.compile(r"projects/(?P<project>[^/]+)/reservations/(?P<rest>.+)")
+
+
+def qualifying_project(
+    reservation: str, owner_project: str | None, pool_project: str
+) -> str | None:
+    """The project to send the reservation-affinity value under (`projects/P/reservations/...`),
+    or None for the short form: a shared reservation always names its owner, and a block or
+    sub-block path goes fully qualified in the pool's own project too, the form Cluster
+    Toolkit sends since short block paths came back 404 (cluster-toolkit#5043)."""
+    if owner_project:
+        return owner_project
+    return pool_project if "/reservationBlocks/" in reservation else None
 
 
 def consumed_reservation(value: str, pool_project: str) -> tuple[str, ReservationPath] | None:
@@ -147,6 +163,11 @@ def fit_problems(path: ReservationPath, demand: PoolDemand, seen: ReservationSee
         problems.append(
             f"reserves {shown} per VM, but the pool needs {demand.gpus_per_node} x"
             f" {demand.accelerator_type}"
+        )
+    if not seen.specific_required:
+        problems.append(
+            "is open to automatic consumption (specificReservationRequired is false): any VM of"
+            " its shape in the project can take the capacity the pool counts on"
         )
     part = "sub-block" if path.sub_block else "block" if path.block else "reservation"
     capacity = seen.capacity

@@ -20,6 +20,7 @@ from components import (
     SystemNodePool,
     SystemNodePoolArgs,
 )
+from planning.reservation import qualifying_project
 from planning.versions import VERSIONS
 from program.network import Networks
 from stack_config import StackConfig
@@ -117,7 +118,11 @@ def build_gke(
             nodes=cfg.gpu.nodes,
             autoscaling=(autoscaling.min, autoscaling.max) if autoscaling else None,
             reservation=cfg.gpu.reservation,
-            reservation_project=cfg.gpu.reservation_project,
+            reservation_project=(
+                qualifying_project(cfg.gpu.reservation, cfg.gpu.reservation_project, cfg.project)
+                if cfg.gpu.reservation
+                else None
+            ),
             placement=cfg.gpu.placement,
             driver_version=cfg.gpu.driver_version,
             additional_networks=nets.node_networks,

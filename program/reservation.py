@@ -108,6 +108,7 @@ def _read(path: ReservationPath, owner: str, zone: str) -> ReservationSeen:
     except Exception as error:
         raise _unreadable(path, owner, zone, error) from None
     return ReservationSeen(
+        specific_required=bool(reservation.specific_reservation_required),
         zone=str(reservation.zone or zone),
         machine_type=machine,
         accelerators=accelerators,
@@ -190,6 +191,11 @@ def _fix_not_found(owner: str, zone: str) -> str:
 
 
 def _fix(seen: ReservationSeen, demand: PoolDemand) -> str:
+    if not seen.specific_required:
+        return (
+            "name a reservation created with --require-specific-reservation (gpu.reservation):"
+            " only then are its VMs kept for the pools that name it"
+        )
     if demand.elsewhere and last_segment(seen.machine_type) in ("", demand.machine_type):
         return (
             f"make room for all {demand.nodes} nodes in the new reservation first (free or add"

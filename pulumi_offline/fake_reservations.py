@@ -109,6 +109,8 @@ class Reservation(_Model):
     count: int = Field(ge=0)
     in_use: int = Field(0, ge=0, alias="inUse")
     blocks: tuple[Block, ...] = ()
+    specific_required: bool = Field(True, alias="specificReservationRequired")
+    """False: any VM of matching shape in the project may consume it (automatic consumption)."""
 
 
 class PoolNodes(_Model):
@@ -202,7 +204,7 @@ def answer(
             result_type(token),
             {
                 **_zonal(base, reservation.name, project, zone, "compute#reservation"),
-                "specificReservationRequired": True,
+                "specificReservationRequired": reservation.specific_required,
                 "blockNames": [b.name for b in reservation.blocks],
                 "specificReservations": [
                     {

@@ -133,6 +133,8 @@ class GpuNodePoolArgs:
     """(min, max) nodes."""
     reservation: str | None
     reservation_project: str | None
+    """Project the affinity value is qualified with (`projects/P/reservations/...`); None
+    sends the short form, which only a whole reservation of the pool's project takes."""
     placement: Literal["compact", "none"]
     driver_version: Literal["DEFAULT", "LATEST"]
     additional_networks: pulumi.Input[list[dict[str, str]]]
@@ -165,7 +167,7 @@ class GpuNodePoolArgs:
 
 
 def reservation_value(name: str, owner_project: str | None) -> str:
-    """Value of the reservation-name affinity key: own, or a shared reservation's full path."""
+    """Value of the reservation-name affinity key: short, or qualified by `owner_project`."""
     if owner_project:
         return f"projects/{owner_project}/reservations/{name}"
     return name

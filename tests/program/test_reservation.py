@@ -178,10 +178,26 @@ def test_a_sub_block_path_is_read_as_xpk_sends_it(tmp_path: Path) -> None:
     result = run_b200(tmp_path, described, gpu={"reservation": sub})
     assert result.mandatory == []
     pool = next(r for r in result.run.records if r.name == "gpu-pool")
-    assert pool.inputs["nodeConfig"]["reservationAffinity"]["values"] == [sub]
+    # Sent fully qualified, as Cluster Toolkit does since short block paths came back 404.
+    assert pool.inputs["nodeConfig"]["reservationAffinity"]["values"] == [
+        f"projects/my-gcp-project-prod/reservations/{sub}"
+    ]
     # The sub-block holds 2 hosts: a third node does not fit there, whatever the reservation has.
     error = stopped(tmp_path, described, gpu={"reservation": sub, "nodes": 3})
     assert "holds 2 VMs in the sub-block, but the pool can grow to 3" in error.problem
+
+
+def test_a_whole_reservation_of_the_own_project_keeps_the_short_form(tmp_path: Path) -> None:
+    # The form running pools were created with: a new form would recreate them.
+    result = run_b200(tmp_path, [reservation()])
+    pool = next(r for r in result.run.records if r.name == "gpu-pool")
+    assert pool.inputs["nodeConfig"]["reservationAffinity"]["values"] == [NAME]
+
+
+def test_a_reservation_open_to_automatic_consumption_stops_the_plan(tmp_path: Path) -> None:
+    error = stopped(tmp_path, [reservation(specificReservationRequired=False)])
+    assert "specificReservationRequired is false" in error.problem
+    assert "--require-specific-reservation" in error.fix
 
 
 def test_a_shared_reservation_is_read_in_its_owner_s_project(tmp_path: Path) -> None:

@@ -44,6 +44,13 @@ TIERS: Final[dict[int, Tier]] = {
 }
 
 
+CREATE_TIMEOUT_MINUTES: Final = 120
+"""How long a Lustre create may take before the provider gives up: pulumi-gcp's own default
+since magic-modules#14878 (2025-08), whose author measured P99 creates of 40-80 minutes; the
+125 and 250 MB/s/TiB tiers take more than an hour (cluster-toolkit#5079). A shorter timeout
+fails the `up` while the instance goes on creating."""
+
+
 def capacity_problem(throughput: int, capacity_gib: int) -> str | None:
     """Why `capacity_gib` is not valid at `throughput`, or None when it is."""
     tier = TIERS.get(throughput)

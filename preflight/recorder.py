@@ -42,6 +42,8 @@ class Record:
     """URN of the explicit provider, or None for the engine's default provider."""
     object: struct_pb2.Struct
     """The raw request object: the exact bytes an analyzer would receive as inputs."""
+    create_timeout: str = ""
+    """The `customTimeouts.create` sent (e.g. "120m"); empty: the provider's default."""
     state: dict[str, Any] = field(default_factory=dict)
     """What the mock returned: stands in for the resource's outputs."""
     id: str | None = None
@@ -120,6 +122,9 @@ class RecordingMonitor(MockMonitor):
             ignore_changes=list(request.ignoreChanges),
             additional_secret_outputs=list(request.additionalSecretOutputs),
             provider=provider,
+            create_timeout=request.customTimeouts.create
+            if request.HasField("customTimeouts")
+            else "",
             object=request.object,
         )
         registered = self.resources.get(response.urn)

@@ -21,6 +21,7 @@ from components import (
     WorkloadIdentityArgs,
 )
 from components.ray.identity import workload_principal
+from planning.storage import CREATE_TIMEOUT_MINUTES
 from program.cluster import Gke
 from program.network import Networks
 from stack_config import StackConfig
@@ -83,6 +84,7 @@ def build_cloud_storage(
                 gke_support=cfg.lustre.gke_support,
                 psa_range=cfg.network.psa_cidr,
                 protect=cfg.protect,
+                create_timeout_minutes=CREATE_TIMEOUT_MINUTES,
                 labels=labels,
             ),
         )

@@ -49,6 +49,8 @@ class LustreArgs:
     psa_range: IPv4Network
     """Private services access range for the Lustre servers: part of the address plan."""
     protect: bool
+    create_timeout_minutes: int
+    """How long the instance's create may take (planning.storage.CREATE_TIMEOUT_MINUTES)."""
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -142,7 +144,9 @@ class Lustre(pulumi.ComponentResource):
                 # ask the API for an id that still exists and be refused, so the old instance
                 # goes first (pulumi-gcp does not say so itself: instanceId is not auto-named).
                 delete_before_replace=True,
-                custom_timeouts=pulumi.CustomTimeouts(create="90m", delete="60m"),
+                custom_timeouts=pulumi.CustomTimeouts(
+                    create=f"{args.create_timeout_minutes}m", delete="60m"
+                ),
             ),
         )
 

@@ -49,6 +49,7 @@ def lustre_args(**changes: Any) -> LustreArgs:
         "gke_support": False,
         "psa_range": IPv4Network("172.16.0.0/20"),
         "protect": True,
+        "create_timeout_minutes": 120,
         "labels": {"app": "nemo-rl-gke"},
     }
     base.update(changes)

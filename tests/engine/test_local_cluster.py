@@ -1067,6 +1067,34 @@ def test_a_plain_destroy_of_b200_is_stopped_by_protection(b200: str) -> None:
     assert kube("get", "namespace", "nemo-rl") is not None
 
 
+def test_lustre_grows_past_the_api_server_s_resize_admission(b200: str) -> None:
+    """The API server (PersistentVolumeClaimResize on by default) refuses to grow a claim with
+    no expandable StorageClass of its class name: the claim keeps its created size while the
+    instance and its PV grow, so the `up` passes. A shrink afterwards stops the preview, naming
+    the key. Runs last before the teardown: the stack stays at the larger size."""
+    env = environ()
+    key = "nemo-rl-gke:lustre.capacityGib"
+    must(pulumi(b200, "config", "set", "--path", key, "36000", env=env))
+    grown = pulumi(b200, "up", "--yes", env=env)
+    assert grown.returncode == 0, (grown.stdout + grown.stderr)[-4000:]
+    (pv,) = items("pv")
+    assert pv["spec"]["capacity"]["storage"] == "36000Gi"
+    (claim,) = items("pvc", "-n", "nemo-rl")
+    assert claim["spec"]["resources"]["requests"]["storage"] == "18000Gi"
+    assert claim["status"]["phase"] == "Bound"
+    must(pulumi(b200, "config", "set", "--path", key, "18000", env=env))
+    try:
+        shrunk = pulumi(b200, "preview", env=env)
+        output = shrunk.stdout + shrunk.stderr
+        assert shrunk.returncode != 0, output[-4000:]
+        assert (
+            "nemo-rl-gke:lustre.capacityGib: Managed Lustre capacity never shrinks:"
+            " 36000 GiB -> 18000 GiB" in output
+        ), output[-4000:]
+    finally:
+        must(pulumi(b200, "config", "set", "--path", key, "36000", env=env))
+
+
 def test_the_readme_teardown_leaves_no_kubernetes_object_and_no_state(b200: str) -> None:
     """The README's teardown, as `make engine-down` runs it: every Kubernetes object is gone
     from the API server and the stack from the backend. The GCP deletions are the stand-in's

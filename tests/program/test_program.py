@@ -265,6 +265,14 @@ def test_production_lustre_is_protected_and_summarized(b200: Result) -> None:
     assert "data-bucket" not in names
 
 
+def test_lustre_may_take_as_long_to_create_as_the_provider_allows(b200: Result) -> None:
+    # Below the provider's own 120 minutes, a slow tier fails the `up` while the instance
+    # goes on creating (it used to be 90).
+    timeout = by_name(b200)["lustre-instance"].create_timeout
+    assert timeout.endswith("m"), timeout
+    assert int(timeout[:-1]) >= 120, timeout
+
+
 def test_gke_support_lustre_flips_port_cluster_flag_and_instance_together(tmp_path: Path) -> None:
     lustre = {"enabled": True, "capacityGib": 18000, "throughput": 500, "gkeSupport": True}
     result = run_stack("b200", tmp_path, variant("b200", {"nemo-rl-gke:lustre": lustre}))

@@ -12,7 +12,7 @@ from program.guard import REPLACEMENT_EXPORT, stop_surprise_replacements
 from program.network import build_networks
 from program.queue import build_job_queue, build_kueue
 from program.ray import build_ray
-from program.reservation import check_reservation
+from program.reservation import check_reservation, gpu_pool_running
 from program.storage import build_cloud_storage, build_volumes
 from program.verify import build_verification
 from stack_config import load_stack_config
@@ -29,7 +29,12 @@ check_reservation(cfg)
 labels = base_labels(stack, cfg.labels)
 # A protected stack never recreates its GPU pool, Lustre or cluster by surprise: compared with
 # what this stack's last deployment exported, before anything is registered.
-replacement_config = stop_surprise_replacements(cfg, stack)
+# A zone change under a running RDMA GPU pool stops too (the real provider cannot plan it).
+replacement_config = stop_surprise_replacements(
+    cfg,
+    stack,
+    pool_running=lambda: gpu_pool_running(cfg),
+)
 
 apis = build_apis(cfg)  # every resource that calls an API waits for it to be on
 nets = build_networks(cfg, apis)

@@ -102,3 +102,30 @@ def cidr_shrinks_or_moves(old: Any, new: Any) -> bool:
         not (before.network_address in after and before.broadcast_address in after)
         for before, after in pairs
     )
+
+
+ZONE_MOVE_STEPS = (
+    "move in two updates (README, Day-2 changes, Moving to another zone): first remove the GPU"
+    ' pool and what runs on it: pulumi destroy -s STACK --target-dependents --target "$(pulumi'
+    " stack -s STACK --show-urns | grep -o 'urn:pulumi:[^ ]*::gpu-pool$')\"; then set"
+    " nemo-rl-gke:zone (and gpu.reservation to one in the new zone) and pulumi up"
+)
+"""The documented order: with no GPU pool in the state, the RDMA network is replaced under
+nothing and the pool is created in the new zone (the provider's check runs on updates only)."""
+
+
+def zone_move_problem(old_zone: str, new_zone: str, rdma_pool_running: bool) -> str | None:
+    """Why a zone change cannot go in one update, or None when it can.
+
+    The RDMA network's profile names its zone, so the network is replaced and the running GPU
+    pool's additional networks are unknown in the preview; the real pulumi-gcp (google-beta's
+    nodePoolAcceleratorNetworkProfileCustomizeDiff, run on node-pool updates) panics on that
+    ("can't use ElementIterator on unknown value"), however the list is written."""
+    if not old_zone or old_zone == new_zone or not rdma_pool_running:
+        return None
+    return (
+        f"moving the stack from {old_zone} to {new_zone} in one update replaces the RDMA network"
+        " under the running GPU pool, whose preview the real pulumi-gcp cannot plan (it panics"
+        " on the pool's unknown additional networks); the pool, its running jobs and its"
+        " reserved VMs would be lost in any case"
+    )

@@ -95,6 +95,8 @@ ROWS: tuple[Row, ...] = (
         "gpu.driverVersion",
         "NodePool nodeConfig.guestAccelerators[].gpuDriverInstallationConfig.gpuDriverVersion"
         " is ForceNew",
+        "; only with a ray.image of its own: the default NeMo RL image needs CUDA 13.2, so"
+        " preflight refuses DEFAULT (exit 2) and LATEST is the one value that passes",
         gates=False,
     ),
     _gpu_pool_row(
@@ -129,7 +131,9 @@ ROWS: tuple[Row, ...] = (
         ),
         guarded=frozenset({Guarded.LUSTRE, Guarded.GPU_POOL}),
         loses=f"{LOSE_DATA}; {LOSE_JOBS}; the reservation, which is zonal (reserve in the new"
-        " zone first)",
+        " zone first). Only the system pool's locations move in place (the cluster ignores"
+        " nodeLocations). On a stack with RDMA networks it takes two updates (below): in one,"
+        " the preview stops naming the key",
         because="Lustre location and the RoCE network's networkProfile (<zone>-vpc-roce) are"
         " ForceNew; the engine then replaces what names the RDMA network (its subnets, the GPU"
         " pool's additional node networks) and the PV whose volume handle names the zone",
@@ -221,8 +225,10 @@ IN_PLACE: tuple[tuple[str, str], ...] = (
     (f"{PROJECT}:lustre.gkeSupport", "Lustre gkeSupportEnabled, LNet firewall, cluster flag"),
     (
         f"{PROJECT}:cluster.systemPool",
-        "system pool machineType, disk, autoscaling bounds (initialNodeCount is ignored after"
-        " creation)",
+        "system pool autoscaling bounds (initialNodeCount is ignored after creation); its"
+        " machineType and disk size also change in place, but GKE recreates every system node"
+        " and the Ray head with them (its jobs are lost): the preview stops unless"
+        " cluster.systemPool.recreateNodesAs names the new MACHINE/DISKgb",
     ),
     (f"{PROJECT}:network.mtu", "VPC mtu"),
     (f"{PROJECT}:protect", "deletion protection, Lustre deletionPolicy"),

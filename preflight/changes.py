@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from planning.cluster import NODE_RECREATING_FIELDS
 from planning.replacements import Change, changes, refusals
+from planning.resource_types import NODE_POOL
 from preflight.mock_run import ProgramRun
 from program.guard import REPLACEMENT_EXPORT
 from pulumi_offline.bridge_diff import UNKNOWN_VALUES, InputDiff, diff_inputs, top_level
@@ -119,6 +121,8 @@ class Planned:
     delete_before_replace: bool = False
     refused_by_protect: bool = False
     """Pulumi refuses to replace a resource protected before and after (this stack's protect)."""
+    note: str = ""
+    """What the plan does not show (e.g. GKE recreating a pool's nodes for an update)."""
 
 
 @dataclass(frozen=True)
@@ -217,12 +221,28 @@ def compare(previous: Snapshot, current: Snapshot, previous_name: str) -> Change
                 resource, old[urn], diff, _reasons(old[urn], resource.inputs, diff)
             )
         elif diff.changed:
-            planned[urn] = Planned(resource, "update", diff.diffs)
+            planned[urn] = Planned(
+                resource, "update", diff.diffs, note=_node_note(old[urn], resource)
+            )
     _cascade(planned, old, new)
     report_keys = list(changes(previous.replacement_config, current.replacement_config))
     protected = bool(current.replacement_config.get("protect"))
     stops = refusals(previous.replacement_config, current.replacement_config, protected)
     return ChangeReport(previous_name, report_keys, list(planned.values()), stops)
+
+
+def _node_note(old: Resource, new: Resource) -> str:
+    """For a node pool whose update GKE carries out by recreating its nodes, what it costs."""
+    if new.type != NODE_POOL:
+        return ""
+    before, after = old.inputs.get("nodeConfig") or {}, new.inputs.get("nodeConfig") or {}
+    fields = [f for f in NODE_RECREATING_FIELDS if before.get(f) != after.get(f)]
+    if not fields:
+        return ""
+    return (
+        f"GKE recreates every node of the pool for {', '.join(fields)}, and what runs on them"
+        " (the system pool: the Ray head and every Ray job)"
+    )
 
 
 def _replacement(resource: Resource, old: Resource, diff: InputDiff, why: list[str]) -> Planned:
@@ -283,7 +303,8 @@ def _line(p: Planned) -> str:
     if p.refused_by_protect:
         extra += " [protected: Pulumi refuses until protect is lifted]"
     why = f": {'; '.join(p.why)}" if p.why else ""
-    return f"  {display_type(p.resource.type)} {p.resource.name}{extra}{why}"
+    note = f" [{p.note}]" if p.note else ""
+    return f"  {display_type(p.resource.type)} {p.resource.name}{extra}{why}{note}"
 
 
 def render(report: ChangeReport) -> str:
@@ -336,6 +357,7 @@ def to_json(report: ChangeReport) -> dict[str, Any]:
                 "why": p.why,
                 "deleteBeforeReplace": p.delete_before_replace,
                 "refusedByProtect": p.refused_by_protect,
+                **({"note": p.note} if p.note else {}),
             }
             for p in sorted(report.planned, key=lambda p: p.resource.urn)
         ],

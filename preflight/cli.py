@@ -36,9 +36,11 @@ from preflight.report import (
 )
 from program.guard import (
     REPLACEMENT_EXPORT,
-    LustreGrowthRefused,
+    ChangeRefused,
     ReplacementRefused,
     check_lustre_growth,
+    check_system_pool,
+    check_zone_move,
 )
 from pulumi_offline.fake_reservations import CloudFixtures, FixtureError, assumed_for, load_fixtures
 from pulumi_offline.stackfiles import (
@@ -288,7 +290,7 @@ def main(
     if args.previous is not None:
         try:
             report = _compare_with(args.previous, stack_file, result, args.policy_config)
-        except (StackFileError, LustreGrowthRefused) as error:
+        except (StackFileError, ChangeRefused) as error:
             print(f"preflight: {error}", file=err)
             return EXIT_USAGE
         except InvalidStackConfig as error:
@@ -388,4 +390,7 @@ def _compare_with(
     # What the program's guard refuses whether or not the stack is protected (the API would
     # refuse it at apply): judged on the same exported values the program compares.
     check_lustre_growth(dict(before.replacement_config), dict(after.replacement_config))
+    check_system_pool(dict(before.replacement_config), dict(after.replacement_config))
+    # Offline, the previous stack's GPU pool is taken to be running (it was deployed).
+    check_zone_move(dict(before.replacement_config), dict(after.replacement_config), lambda: True)
     return changes.compare(before, after, str(previous))

@@ -19,7 +19,14 @@ from typing import Any
 
 import pulumi
 
+from planning.cluster import (
+    SYSTEM_POOL_CONSENT,
+    system_pool_fix,
+    system_pool_problem,
+    system_pool_shape,
+)
 from planning.naming import PROJECT
+from planning.network import ZONE_MOVE_STEPS, zone_move_problem
 from planning.replacements import refusals
 from planning.resource_types import READ_STACK_OUTPUTS
 from planning.storage import growth_problem
@@ -36,17 +43,39 @@ class ReplacementRefused(pulumi.RunError):
     """
 
 
-GROWTH_KEYS = ("lustre.capacityGib", "lustre.createdCapacityGib")
-"""Exported values that recreate nothing but bound how the running Lustre instance may grow."""
+RULE_KEYS = (
+    "lustre.capacityGib",
+    "lustre.createdCapacityGib",
+    "gpu.rdmaNetworks",
+    "cluster.systemPool.shape",
+    SYSTEM_POOL_CONSENT,
+)
+"""Exported values that recreate nothing in the plan but bound a day-2 change: how the running
+Lustre instance may grow, whether a zone change runs under an RDMA GPU pool, and whether the
+system nodes (and the Ray head) are recreated with the user's consent."""
 
 
-class LustreGrowthRefused(InvalidStackConfig):
+class ChangeRefused(InvalidStackConfig):
+    """A day-2 change the cloud cannot carry out as planned, protected or not; nothing was
+    registered. Names the key, and the documented way in its fix."""
+
+
+class LustreGrowthRefused(ChangeRefused):
     """The running Lustre instance cannot take the new capacity; nothing was registered."""
+
+
+class ZoneMoveRefused(ChangeRefused):
+    """A zone change under a running RDMA GPU pool; nothing was registered."""
+
+
+class SystemPoolRefused(ChangeRefused):
+    """A system-pool change that recreates its nodes (and the Ray head), not consented to."""
 
 
 def replacement_values(cfg: StackConfig) -> dict[str, Any]:
     """The config values whose change recreates something (planning.replacements' keys)."""
     gpu, network, lustre = cfg.gpu, cfg.network, cfg.lustre
+    system = cfg.cluster.system_pool
     return {
         "gcp:project": cfg.project,
         "gcp:region": cfg.region,
@@ -68,7 +97,40 @@ def replacement_values(cfg: StackConfig) -> dict[str, Any]:
         "lustre.capacityGib": lustre.capacity_gib if lustre.enabled else 0,
         # What the instance was created at: it bounds how far it can grow (planning.storage).
         "lustre.createdCapacityGib": lustre.capacity_gib if lustre.enabled else 0,
+        # Whether the GPU pool has RDMA networks: a zone change under it cannot be planned.
+        "gpu.rdmaNetworks": bool(cfg.rdma_cidrs),
+        # GKE recreates every system node (and the Ray head) when this changes.
+        "cluster.systemPool.shape": system_pool_shape(system.machine_type, system.disk_gb),
+        SYSTEM_POOL_CONSENT: system.recreate_nodes_as or "",
     }
+
+
+def check_system_pool(previous: dict[str, Any], current: dict[str, Any]) -> None:
+    """Raise InvalidStackConfig (naming the system pool's machine type) when its nodes would
+    be recreated without the stack naming the new shape."""
+    shape = str(current.get("cluster.systemPool.shape") or "")
+    problem = system_pool_problem(
+        str(previous.get("cluster.systemPool.shape") or ""),
+        shape,
+        str(current.get(SYSTEM_POOL_CONSENT) or "") or None,
+    )
+    if problem:
+        raise SystemPoolRefused(
+            f"{PROJECT}:cluster.systemPool.machineType", problem, system_pool_fix(shape)
+        )
+
+
+def check_zone_move(
+    previous: dict[str, Any], current: dict[str, Any], pool_running: Callable[[], bool]
+) -> None:
+    """Raise InvalidStackConfig (naming zone) when the zone changes under a running GPU pool
+    with RDMA networks (`pool_running` is asked only then: it reads the cluster)."""
+    old, new = str(previous.get("zone") or ""), str(current.get("zone") or "")
+    if not previous.get("gpu.rdmaNetworks") or old == new:
+        return
+    problem = zone_move_problem(old, new, rdma_pool_running=pool_running())
+    if problem:
+        raise ZoneMoveRefused(f"{PROJECT}:zone", problem, ZONE_MOVE_STEPS)
 
 
 def _same_instance(previous: dict[str, Any], current: dict[str, Any]) -> bool:
@@ -139,13 +201,18 @@ def previous_outputs(stack: str) -> dict[str, Any]:
     return dict(outputs) if isinstance(outputs, dict) else {}
 
 
-def stop_surprise_replacements(cfg: StackConfig, stack: str) -> dict[str, Any]:
+def stop_surprise_replacements(
+    cfg: StackConfig, stack: str, pool_running: Callable[[], bool]
+) -> dict[str, Any]:
     """Raise ReplacementRefused when a protected stack's change recreates a guarded resource
-    (InvalidStackConfig when Lustre cannot take its new size, protected or not); return the
-    values to export for the next update to compare with."""
+    (InvalidStackConfig when Lustre cannot take its new size, or the zone changes under a
+    running RDMA GPU pool, protected or not); return the values to export for the next update
+    to compare with. `pool_running` says whether the stack's GPU pool exists now."""
     current = replacement_values(cfg)
     previous = previous_outputs(stack).get(REPLACEMENT_EXPORT)
     if isinstance(previous, dict):
+        check_zone_move(previous, current, pool_running)
+        check_system_pool(previous, current)
         current = check_lustre_growth(previous, current)
         problems = refusals(previous, current, cfg.protect)
         if problems:

@@ -118,28 +118,41 @@ def _read(path: ReservationPath, owner: str, zone: str) -> ReservationSeen:
 
 def _current_pool(cfg: StackConfig) -> tuple[int, str]:
     """Nodes the stack's GPU pool has now and the reservation-affinity value they consume
-    (empty when none); (0, "") when the cluster does not exist yet, or the project has no GKE
-    API (so no cluster)."""
+    (empty when none); (0, "") when there is no such pool yet."""
+    pool = read_gpu_pool(cfg, KEY, "or set gpu.checkReservation to false")
+    return pool or (0, "")
+
+
+def read_gpu_pool(cfg: StackConfig, key: str, way_out: str) -> tuple[int, str] | None:
+    """The stack's GPU pool as GKE has it now: its nodes and the reservation-affinity value
+    they consume (empty when none); None when the cluster or the pool does not exist (or the
+    project has no GKE API, so no cluster). An unreadable cluster stops the plan naming `key`,
+    with `way_out` after the permission it needs."""
     try:
         cluster = gcp.container.get_cluster(
             name=cfg.names.cluster, location=cfg.region, project=cfg.project
         )
     except Exception as error:
         if _missing(error) or _API_OFF.search(str(error)):
-            return 0, ""
+            return None
         raise InvalidStackConfig(
-            KEY,
-            f"could not read cluster {cfg.names.cluster} to count the GPU nodes it already"
-            f" has: {_first_line(error)}",
-            "give the identity container.clusters.get (roles/container.viewer), or set"
-            " gpu.checkReservation to false",
+            key,
+            f"could not read cluster {cfg.names.cluster} to see the GPU pool it has now:"
+            f" {_first_line(error)}",
+            f"give the identity container.clusters.get (roles/container.viewer), {way_out}",
         ) from None
     pool_name = f"gpu-{cfg.gpu.profile.key}"
     for pool in cluster.node_pools or []:
         if pool.name == pool_name:
             zones = max(1, len(pool.node_locations or []))
             return int(pool.node_count or 0) * zones, _affinity_value(pool)
-    return 0, ""
+    return None
+
+
+def gpu_pool_running(cfg: StackConfig) -> bool:
+    """Does the stack's GPU pool exist in its cluster now (asked before a zone change)?"""
+    way_out = "or remove the GPU pool first (README, Day-2 changes, Moving to another zone)"
+    return read_gpu_pool(cfg, f"{PROJECT}:zone", way_out) is not None
 
 
 def _affinity_value(pool: gcp.container.outputs.GetClusterNodePoolResult) -> str:

@@ -93,6 +93,11 @@ class SystemPoolConfig(ConfigModel):
     disk_gb: int = Field(
         200, ge=50, le=4000, description="Boot disk size; NeMo RL images are about 25 GB."
     )
+    recreate_nodes_as: str | None = Field(
+        None,
+        description="`MACHINE/DISKgb` whose change of machine type or disk the user accepts:"
+        " GKE recreates every system node, the Ray head and its jobs with them.",
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> Self:

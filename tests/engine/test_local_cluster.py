@@ -34,6 +34,7 @@ from planning.verify import GATE_ORDER
 from preflight import changes as preflight_changes
 from preflight.cli import main as preflight_main
 from preflight.cli import preflight
+from program.guard import REPLACEMENT_EXPORT
 from testbed import local_cluster
 from testbed.engine import STATE
 from testbed.engine_stack import environ
@@ -509,16 +510,20 @@ def test_a_day2_change_plans_exactly_what_the_table_says(
     if "lustre-instance" in replaced:  # deleted first: its instance id is fixed
         lustre = ops_of(events, "lustre-instance")
         assert lustre.index("delete-replaced") < lustre.index("create-replacement"), lustre
-    # Preflight, from the stack file alone, plans the same replacements.
+    # Preflight, from the stack file alone, plans the same replacements (the current side
+    # reads the previous side's exports, as the program reads its last outputs: the Lustre
+    # claim keeps the size it was created at).
+    before = preflight_changes.snapshot(
+        preflight(PROJECT / "Pulumi.b200.yaml", project_dir=PROJECT, known=True).run, "known"
+    )
+    after = preflight(
+        workspace.root / "Pulumi.b200.yaml",
+        project_dir=REPO,
+        known=True,
+        previous_outputs={REPLACEMENT_EXPORT: dict(before.replacement_config)},
+    )
     offline = preflight_changes.compare(
-        preflight_changes.snapshot(
-            preflight(PROJECT / "Pulumi.b200.yaml", project_dir=PROJECT, known=True).run, "known"
-        ),
-        preflight_changes.snapshot(
-            preflight(workspace.root / "Pulumi.b200.yaml", project_dir=REPO, known=True).run,
-            "known",
-        ),
-        "Pulumi.b200.yaml",
+        before, preflight_changes.snapshot(after.run, "known"), "Pulumi.b200.yaml"
     )
     assert preflight_changes.replaced_names(offline) == replaced
     updated = {s.name for s in events.steps if s.op == "update"} - {"gke-k8s"}
@@ -555,6 +560,82 @@ def test_a_protected_stack_refuses_a_change_that_recreates_the_gpu_pool(
          str(PROJECT / "Pulumi.b200.yaml"), "--quiet"]
     )  # fmt: skip
     assert code == 1
+
+
+def test_a_zone_change_under_the_running_gpu_pool_stops_and_names_the_steps(
+    b200: str, tmp_path: Path
+) -> None:
+    """The real pulumi-gcp panics previewing a zone change under an RDMA pool (its node-pool
+    CustomizeDiff on unknown additional networks). The program asks the cluster (getCluster,
+    answered by the stand-in from a description of the running pool) and stops, protected or
+    not, naming the key and the two steps; `up --skip-preview` changes nothing. The first
+    step's command, as the message gives it, resolves the pool's URN and takes what runs on
+    it with it (previewed only: the module's later tests need the pool)."""
+    workspace = workspace_on_b200(tmp_path)
+    description = Path(workspace.extra_env["NEMO_RL_GKE_STANDIN_RESERVATIONS"])
+    described = json.loads(description.read_text())
+    described["clusters"] = [
+        {
+            "name": "nemo-rl-b200",
+            "location": "us-central1",
+            "pools": [{"name": "gpu-b200", "nodes": 2, "zones": ["us-central1-b"]}],
+        }
+    ]
+    description.write_text(json.dumps(described))
+    before = resources_by_urn(b200)
+    configure(workspace, [("nemo-rl-gke:protect", "false"), ("nemo-rl-gke:zone", "us-central1-c")])
+    preview = workspace.events("preview", "-s", "b200")
+    assert preview.returncode != 0
+    text = preview.text()
+    assert "nemo-rl-gke:zone: moving the stack from us-central1-b to us-central1-c in one" in text
+    assert "Traceback" not in text
+    up = workspace.events("up", "-s", "b200", "--yes", "--skip-preview")
+    assert up.returncode != 0
+    assert resources_by_urn(b200) == before
+    # The first step, word for word from the message (STACK -> b200), previewed.
+    command = text.split("first remove the GPU pool and what runs on it: ", 1)[1]
+    command = command.split("; then set", 1)[0].replace("STACK", "b200")
+    command += " --preview-only --non-interactive"
+    env = workspace.env()
+    path = f"{REPO / '.tools' / 'engine' / 'bin'}:{env['PATH']}"
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", command],
+        cwd=workspace.root, env={**env, "PATH": path}, capture_output=True, text=True,
+        check=False, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert "gpu-pool" in proc.stdout
+    assert "ray-cluster" in proc.stdout  # what runs on the pool goes with it
+    assert "lustre-instance" not in proc.stdout  # the data stays
+    assert resources_by_urn(b200) == before
+    # With the pool gone (described so), the same change is planned.
+    described["clusters"][0]["pools"] = []
+    description.write_text(json.dumps(described))
+    moved = workspace.events("preview", "-s", "b200")
+    assert moved.returncode == 0, moved.text()[-4000:]
+
+
+def test_a_system_pool_machine_change_waits_for_the_user_to_name_the_shape(
+    b200: str, tmp_path: Path
+) -> None:
+    """In place for pulumi-gcp, but GKE recreates every system node and the Ray head with
+    them: the preview stops naming the key until the stack names the new shape, then plans an
+    update of the system pool only."""
+    workspace = workspace_on_b200(tmp_path)
+    key = "nemo-rl-gke:cluster.systemPool"
+    configure(workspace, [(f"{key}.machineType", "n2-highmem-32")])
+    stopped = workspace.events("preview", "-s", "b200")
+    assert stopped.returncode != 0
+    assert (
+        "nemo-rl-gke:cluster.systemPool.machineType: changing the system pool from"
+        " n2-highmem-16/200gb to n2-highmem-32/200gb recreates every system node" in stopped.text()
+    ), stopped.text()[-4000:]
+    assert [s for s in stopped.steps if s.op != "same" and "Stack" not in s.type] == []
+    configure(workspace, [(f"{key}.recreateNodesAs", "n2-highmem-32/200gb")])
+    consented = workspace.events("preview", "-s", "b200")
+    assert consented.returncode == 0, consented.text()[-4000:]
+    assert ops_of(consented, "system-pool") == ["update"]
+    assert {s.name for s in consented.steps if s.op in ("replace", "create-replacement")} == set()
 
 
 def test_a_changed_kubeconfig_replaces_no_kubernetes_object(b200: str, tmp_path: Path) -> None:

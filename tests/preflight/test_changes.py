@@ -22,7 +22,14 @@ from planning.ray import IMAGE_CUDA
 from planning.replacements import ROWS, Guarded, changes, markdown_table, refusals, row
 from preflight import changes as preflight_changes
 from preflight.cli import Result, main, preflight
-from program.guard import GROWTH_KEYS, REPLACEMENT_EXPORT, LustreGrowthRefused, ReplacementRefused
+from program.guard import (
+    REPLACEMENT_EXPORT,
+    RULE_KEYS,
+    LustreGrowthRefused,
+    ReplacementRefused,
+    SystemPoolRefused,
+    ZoneMoveRefused,
+)
 from tests.day2 import IN_PLACE, REPLACING, Case
 from tests.harness import REPO, stack_data, write_stack
 
@@ -167,7 +174,7 @@ def test_the_json_of_an_earlier_preflight_serves_as_the_previous_stack(tmp_path:
     code, _, _ = run_cli("--stack", "b200", "--json", str(earlier), "--quiet")
     assert code == 0
     assert json.loads(earlier.read_text())["mode"] == "preview"
-    changed = b200_with(tmp_path, zone="us-central1-c")
+    changed = b200_with(tmp_path, **{"lustre.throughput": 1000})
     report = tmp_path / "now.json"
     code, _, _ = run_cli(
         "--stack-file", str(changed), "--previous", str(earlier), "--json", str(report), "--quiet"
@@ -175,8 +182,8 @@ def test_the_json_of_an_earlier_preflight_serves_as_the_previous_stack(tmp_path:
     assert code == 1
     recorded = json.loads(report.read_text())["changes"]
     replaced = {r["name"] for r in recorded["resources"] if r["op"] == "replace"}
-    assert replaced == next(c for c in REPLACING if c.key == "zone").expected
-    assert recorded["keys"][0]["key"] == "nemo-rl-gke:zone"
+    assert replaced == next(c for c in REPLACING if c.key == "lustre.throughput").expected
+    assert recorded["keys"][0]["key"] == "nemo-rl-gke:lustre.throughput"
 
 
 def test_previous_must_be_the_same_stack(tmp_path: Path) -> None:
@@ -220,7 +227,7 @@ def test_refusals_name_each_guarded_key_and_skip_growth() -> None:
 
 def test_every_key_the_program_exports_has_a_row_and_every_row_a_value() -> None:
     exported = committed_b200().run.exports[REPLACEMENT_EXPORT].value
-    assert {r.short_key for r in ROWS} == set(exported) - {"protect", *GROWTH_KEYS}
+    assert {r.short_key for r in ROWS} == set(exported) - {"protect", *RULE_KEYS}
     assert Guarded.GPU_POOL in row("gpu.driverVersion").guarded
 
 
@@ -301,3 +308,110 @@ def test_lustre_grows_while_its_claim_keeps_the_size_it_was_created_at(tmp_path:
     assert code == 0, err
     assert "kubernetes:core/v1:PersistentVolume lustre-volume-pv: spec" in out
     assert "lustre-volume-pvc" not in out
+
+
+def test_a_one_step_zone_change_under_an_rdma_pool_exits_2_naming_the_procedure(
+    tmp_path: Path,
+) -> None:
+    """The real pulumi-gcp panics planning it; refused protected or not, naming the steps."""
+    moved = b200_with(tmp_path, protect=False, zone="us-central1-c")
+    open_b200 = b200_with(tmp_path, protect=False)
+    code, out, err = run_cli("--stack-file", str(moved), "--previous", str(open_b200), "--quiet")
+    assert code == 2, out + err
+    (line,) = [x for x in err.splitlines() if not x.startswith("preflight: note:")]
+    assert line.startswith(
+        "preflight: invalid stack config: nemo-rl-gke:zone: moving the stack from us-central1-b"
+        " to us-central1-c in one update replaces the RDMA network under the running GPU pool"
+    ), line
+    assert "--target-dependents" in line
+    assert "::gpu-pool$" in line
+
+
+def test_the_program_lets_a_zone_change_through_once_the_gpu_pool_is_gone(
+    tmp_path: Path,
+) -> None:
+    """The program asks the cluster (getCluster): the pool is there, so the move stops; once
+    it was destroyed (the first step), the same change goes on."""
+    exported = dict(committed_b200(protect=False).run.exports[REPLACEMENT_EXPORT].value)
+    assert exported["gpu.rdmaNetworks"] is True
+    moved = b200_with(tmp_path, protect=False, zone="us-central1-c")
+    reservation = {
+        "name": "my-b200-reservation-placeholder",
+        "zone": "us-central1-c",
+        "machineType": "a4-highgpu-8g",
+        "accelerators": [{"type": "nvidia-b200", "count": 8}],
+        "count": 2,
+    }
+    cluster = {"name": "nemo-rl-b200", "location": "us-central1"}
+    running = {"nodes": 2, "zones": ["us-central1-b"], "name": "gpu-b200"}
+
+    def described(pools: list[dict[str, Any]]) -> Path:
+        path = tmp_path / f"cloud-{len(pools)}.json"
+        clusters = [{**cluster, "pools": pools}]
+        path.write_text(json.dumps({"reservations": [reservation], "clusters": clusters}))
+        return path
+
+    previous = {REPLACEMENT_EXPORT: exported}
+    with pytest.raises(ZoneMoveRefused) as refused:
+        preflight(
+            moved, project_dir=REPO, previous_outputs=previous, reservations=described([running])
+        )
+    assert refused.value.key == "nemo-rl-gke:zone"
+    result = preflight(
+        moved, project_dir=REPO, previous_outputs=previous, reservations=described([])
+    )
+    assert result.run.exports[REPLACEMENT_EXPORT].value["zone"] == "us-central1-c"
+    # A stack without RDMA networks (dev) moves in one update.
+    assert (
+        preflight(REPO / "Pulumi.dev.yaml")
+        .run.exports[REPLACEMENT_EXPORT]
+        .value["gpu.rdmaNetworks"]
+        is False
+    )
+
+
+def test_a_system_pool_machine_change_stops_unless_the_new_shape_is_named(
+    tmp_path: Path,
+) -> None:
+    """GKE recreates every system node for it (and the Ray head with its jobs), though the
+    plan says update in place: refused, protected or not, until the stack names the shape."""
+    bigger = b200_with(
+        tmp_path, protect=False, **{"cluster.systemPool.machineType": "n2-highmem-32"}
+    )
+    open_b200 = b200_with(tmp_path, protect=False)
+    code, out, err = run_cli("--stack-file", str(bigger), "--previous", str(open_b200), "--quiet")
+    assert code == 2, out + err
+    (line,) = [x for x in err.splitlines() if not x.startswith("preflight: note:")]
+    assert line.startswith(
+        "preflight: invalid stack config: nemo-rl-gke:cluster.systemPool.machineType: changing"
+        " the system pool from n2-highmem-16/200gb to n2-highmem-32/200gb recreates every"
+        " system node"
+    ), line
+    assert "cluster.systemPool.recreateNodesAs' n2-highmem-32/200gb" in line
+    consented = b200_with(
+        tmp_path,
+        protect=False,
+        **{
+            "cluster.systemPool.machineType": "n2-highmem-32",
+            "cluster.systemPool.recreateNodesAs": "n2-highmem-32/200gb",
+        },
+    )
+    code, out, err = run_cli("--stack-file", str(consented), "--previous", str(open_b200))
+    assert code != 2, out + err
+    # The change report says what the plan's "update" does not.
+    (pool,) = [x for x in out.splitlines() if "NodePool system-pool" in x]
+    assert "GKE recreates every node of the pool for machineType" in pool, pool
+    # The program stops the same way, reading its last outputs; a consent for another shape
+    # (left from an earlier change) does not carry over.
+    exported = committed_b200(protect=False).run.exports[REPLACEMENT_EXPORT].value
+    stale = b200_with(
+        tmp_path,
+        protect=False,
+        **{
+            "cluster.systemPool.diskGb": 300,
+            "cluster.systemPool.recreateNodesAs": "n2-highmem-32/200gb",
+        },
+    )
+    with pytest.raises(SystemPoolRefused) as refused:
+        preflight(stale, project_dir=REPO, previous_outputs={REPLACEMENT_EXPORT: exported})
+    assert refused.value.key == "nemo-rl-gke:cluster.systemPool.machineType"

@@ -38,9 +38,7 @@ from program.guard import (
     REPLACEMENT_EXPORT,
     ChangeRefused,
     ReplacementRefused,
-    check_lustre_growth,
-    check_system_pool,
-    check_zone_move,
+    check_day_two,
 )
 from pulumi_offline.fake_reservations import CloudFixtures, FixtureError, assumed_for, load_fixtures
 from pulumi_offline.stackfiles import (
@@ -389,8 +387,6 @@ def _compare_with(
     after = changes.snapshot(now.run, before.mode)
     # What the program's guard refuses whether or not the stack is protected (the API would
     # refuse it at apply): judged on the same exported values the program compares.
-    check_lustre_growth(dict(before.replacement_config), dict(after.replacement_config))
-    check_system_pool(dict(before.replacement_config), dict(after.replacement_config))
     # Offline, the previous stack's GPU pool is taken to be running (it was deployed).
-    check_zone_move(dict(before.replacement_config), dict(after.replacement_config), lambda: True)
+    check_day_two(dict(before.replacement_config), dict(after.replacement_config), lambda: True)
     return changes.compare(before, after, str(previous))

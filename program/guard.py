@@ -165,6 +165,18 @@ def check_lustre_growth(previous: dict[str, Any], current: dict[str, Any]) -> di
     return {**current, "lustre.createdCapacityGib": created}
 
 
+def check_day_two(
+    previous: dict[str, Any], current: dict[str, Any], pool_running: Callable[[], bool]
+) -> dict[str, Any]:
+    """Every change the cloud cannot carry out as planned, protected or not (ChangeRefused):
+    a zone move under a running RDMA pool, an unconsented system-pool reshape, a Lustre size
+    the running instance cannot take. Returns `current` with Lustre's created size carried
+    over. The program and preflight --previous both judge a change here."""
+    check_zone_move(previous, current, pool_running)
+    check_system_pool(previous, current)
+    return check_lustre_growth(previous, current)
+
+
 CHECKPOINT_READ_TRIES = 6
 """How often the guard reads its stack's last outputs when the backend's read fails midway: the
 file backend (gocloud's fileblob) rewrites the checkpoint's `.attrs` file in place while the
@@ -211,9 +223,7 @@ def stop_surprise_replacements(
     current = replacement_values(cfg)
     previous = previous_outputs(stack).get(REPLACEMENT_EXPORT)
     if isinstance(previous, dict):
-        check_zone_move(previous, current, pool_running)
-        check_system_pool(previous, current)
-        current = check_lustre_growth(previous, current)
+        current = check_day_two(previous, current, pool_running)
         problems = refusals(previous, current, cfg.protect)
         if problems:
             more = f" ({len(problems) - 1} more change(s) like it)" if len(problems) > 1 else ""

@@ -138,6 +138,16 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def refused_line(stack_file: Path, previous: Path) -> str:
+    """The one line `preflight --previous` prints when it refuses a change (exit 2)."""
+    code, out, err = run_cli(
+        "--stack-file", str(stack_file), "--previous", str(previous), "--quiet"
+    )
+    assert code == 2, out + err
+    (line,) = [x for x in err.splitlines() if not x.startswith("preflight: note:")]
+    return line
+
+
 def test_preflight_previous_prints_what_is_recreated_and_stops_a_protected_stack(
     tmp_path: Path,
 ) -> None:
@@ -316,9 +326,7 @@ def test_a_one_step_zone_change_under_an_rdma_pool_exits_2_naming_the_procedure(
     """The real pulumi-gcp panics planning it; refused protected or not, naming the steps."""
     moved = b200_with(tmp_path, protect=False, zone="us-central1-c")
     open_b200 = b200_with(tmp_path, protect=False)
-    code, out, err = run_cli("--stack-file", str(moved), "--previous", str(open_b200), "--quiet")
-    assert code == 2, out + err
-    (line,) = [x for x in err.splitlines() if not x.startswith("preflight: note:")]
+    line = refused_line(moved, open_b200)
     assert line.startswith(
         "preflight: invalid stack config: nemo-rl-gke:zone: moving the stack from us-central1-b"
         " to us-central1-c in one update replaces the RDMA network under the running GPU pool"
@@ -379,9 +387,7 @@ def test_a_system_pool_machine_change_stops_unless_the_new_shape_is_named(
         tmp_path, protect=False, **{"cluster.systemPool.machineType": "n2-highmem-32"}
     )
     open_b200 = b200_with(tmp_path, protect=False)
-    code, out, err = run_cli("--stack-file", str(bigger), "--previous", str(open_b200), "--quiet")
-    assert code == 2, out + err
-    (line,) = [x for x in err.splitlines() if not x.startswith("preflight: note:")]
+    line = refused_line(bigger, open_b200)
     assert line.startswith(
         "preflight: invalid stack config: nemo-rl-gke:cluster.systemPool.machineType: changing"
         " the system pool from n2-highmem-16/200gb to n2-highmem-32/200gb recreates every"

@@ -206,6 +206,17 @@ class _Walker:
         if inside_attribute:
             if norm in self.facts.diff_suppress and _same_object(old, new):
                 return
+            if (
+                isinstance(old, list | tuple)
+                and isinstance(new, list | tuple)
+                and len(old) == len(new)
+            ):
+                # The bridge names the elements that changed (`values[0]`, as the real provider's
+                # plan of a reservation move does), not the whole list.
+                for index, (before, after) in enumerate(zip(old, new, strict=True)):
+                    if before != after:
+                        self.record(f"{path}[{index}]", Kind.UPDATE, True)
+                return
             self.record(path, Kind.UPDATE, True)
             return
         if isinstance(old, Mapping) and isinstance(new, Mapping):

@@ -116,9 +116,10 @@ def test_the_gpu_pool_is_deleted_before_it_is_recreated(tmp_path: Path) -> None:
     report = compare(tmp_path, **{"gpu.reservation": "another-reservation"})
     (pool,) = [p for p in report.planned if p.resource.name == "gpu-pool"]
     assert pool.delete_before_replace
+    # The element path, as the real provider names it (test_real_provider_plans.py).
     assert pool.why == [
-        'nodeConfig.reservationAffinity.values: ["my-b200-reservation-placeholder"] ->'
-        ' ["another-reservation"]'
+        "nodeConfig.reservationAffinity.values[0]: my-b200-reservation-placeholder ->"
+        " another-reservation"
     ]
     record = next(r for r in committed_b200().run.records if r.name == "gpu-pool")
     assert record.delete_before_replace is True

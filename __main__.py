@@ -7,7 +7,7 @@ import pulumi
 from planning.naming import base_labels
 from planning.ray import submit_command
 from program.apis import build_apis
-from program.cluster import build_gke
+from program.cluster import build_gke, read_engine_versions
 from program.guard import REPLACEMENT_EXPORT, stop_surprise_replacements
 from program.network import build_networks
 from program.queue import build_job_queue, build_kueue
@@ -29,11 +29,13 @@ check_reservation(cfg)
 labels = base_labels(stack, cfg.labels)
 # A protected stack never recreates its GPU pool, Lustre or cluster by surprise: compared with
 # what this stack's last deployment exported, before anything is registered.
-# A zone change under a running RDMA GPU pool stops too (the real provider cannot plan it).
+# A zone change under a running RDMA GPU pool stops too (the real provider cannot plan it), and
+# so does a GKE version that GKE does not offer in the region (read only when a version changes).
 replacement_config = stop_surprise_replacements(
     cfg,
     stack,
     pool_running=lambda: gpu_pool_running(cfg),
+    read_versions=lambda: read_engine_versions(cfg),
 )
 
 apis = build_apis(cfg)  # every resource that calls an API waits for it to be on

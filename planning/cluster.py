@@ -9,6 +9,9 @@ with it. Such a change goes ahead only when the stack names the new shape it con
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
+
 NODE_RECREATING_FIELDS = ("machineType", "diskSizeGb", "diskType", "imageType")
 """nodeConfig fields pulumi-gcp updates in place (google-beta node_config.go's update path)
 and GKE applies by recreating every node of the pool."""
@@ -42,3 +45,166 @@ def system_pool_fix(shape: str) -> str:
         f" for this shape: pulumi config set --path 'nemo-rl-gke:{SYSTEM_POOL_CONSENT}'"
         f" {shape} && pulumi up (README, Day-2 changes)"
     )
+
+
+# --- GKE versions and upgrades -------------------------------------------------------------
+#
+# `cluster.minVersion` is the control plane's version: pulumi-gcp sends it as the initial
+# version at create and upgrades the control plane when it is raised. Node pools follow only
+# when a pool's own version key names a version: the NO_MINOR_OR_NODE_UPGRADES exclusion keeps
+# GKE from moving them, so an upgrade is a reviewed change of the stack, control plane first,
+# then the system pool, the GPU pool (whose nodes it recreates) last.
+
+FULL_VERSION_PATTERN = r"^\d+\.\d+\.\d+-gke\.\d+$"
+"""A pool's version is a full GKE version: the API reads a prefix back as the full version,
+so a prefix would plan an upgrade on every update."""
+
+POOL_VERSION_KEYS = {"system": "cluster.systemPool.version", "gpu": "gpu.version"}
+"""The keys that move each pool, in the order an upgrade moves them."""
+
+
+@dataclass(frozen=True)
+class EngineVersions:
+    """What GKE offers in the cluster's location (pulumi-gcp's getEngineVersions)."""
+
+    valid_master: list[str]
+    valid_node: list[str]
+    channel_latest: dict[str, str] = field(default_factory=dict)
+    """Each release channel's newest version."""
+
+
+def minor_of(version: str) -> tuple[int, int]:
+    """`1.35.8-gke.1036000` or `1.35` -> (1, 35)."""
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor.split("-")[0])
+
+
+def matches(version: str, prefix: str) -> bool:
+    """Does the full version fall under the prefix (or equal it)? `1.35` covers
+    `1.35.8-gke.1036000`, `1.35.8` covers `1.35.8-gke.1036000` but not `1.35.80-...`."""
+    return version == prefix or version.startswith((prefix + ".", prefix + "-"))
+
+
+def control_plane_problem(
+    min_version: str, channel: str, valid_master: list[str], channel_latest: str | None
+) -> str | None:
+    """Why GKE would refuse `cluster.minVersion` at create or as an upgrade target, or None.
+
+    `valid_master` is what GKE's server config offers in the location (pulumi-gcp's
+    getEngineVersions); a channel's newest version bounds what a cluster in it can run."""
+    offered = [v for v in valid_master if matches(v, min_version)]
+    minors = sorted({minor_of(v) for v in valid_master})
+    shown = ", ".join(f"{a}.{b}" for a, b in minors) or "none"
+    if not offered:
+        return (
+            f"{min_version} is not offered by GKE here any more (offered minors: {shown}): a new"
+            " cluster is refused and an existing one cannot be moved to it"
+        )
+    if channel_latest and minor_of(min_version) > minor_of(channel_latest):
+        return (
+            f"{min_version} is newer than the {channel} channel's newest version"
+            f" {channel_latest}: a cluster in that channel cannot run it"
+        )
+    return None
+
+
+def pool_version_problem(
+    pool: str, version: str, control_plane: str, valid_node: list[str]
+) -> str | None:
+    """Why GKE would refuse moving `pool` to `version`, or None."""
+    if minor_of(version) > minor_of(control_plane):
+        return (
+            f"the {pool} pool cannot run {version}: nodes may not be newer than the control"
+            f" plane (cluster.minVersion {control_plane}); move the control plane first"
+        )
+    if version not in valid_node:
+        near = [v for v in valid_node if minor_of(v) == minor_of(version)]
+        offered = ", ".join(sorted(near)[-3:]) or "none of that minor"
+        return f"{version} is not a node version GKE offers here (offered: {offered})"
+    return None
+
+
+def pools_behind(control_plane: str, pools: dict[str, str | None]) -> list[str]:
+    """The pools a control-plane move leaves on an older minor, each with the key that moves
+    it (a pool without a version key stays where it was created)."""
+    behind = []
+    for pool, version in pools.items():
+        if version is None or minor_of(version) < minor_of(control_plane):
+            behind.append(
+                f"the {pool} pool stays on {version or 'the version it was created at'} until"
+                f" {POOL_VERSION_KEYS[pool]} names a {control_plane} version"
+            )
+    return behind
+
+
+def version_fix(key: str, channel: str, offered: EngineVersions, control_plane: str) -> str:
+    """What to set instead: a version GKE offers, then the order of an upgrade."""
+    if key == "cluster.minVersion":
+        newest = offered.channel_latest.get(channel) or max(
+            offered.valid_master, key=_sortable, default=""
+        )
+        target = ".".join(map(str, minor_of(newest))) if newest else "a minor GKE offers"
+        return (
+            f"set cluster.minVersion to {target} (the {channel} channel's newest); {UPGRADE_STEPS}"
+        )
+    same = [v for v in offered.valid_node if minor_of(v) <= minor_of(control_plane)]
+    newest = max(same, key=_sortable, default="")
+    return f"set {key} to {newest or 'a node version GKE offers'}; {UPGRADE_STEPS}"
+
+
+def _sortable(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", version))
+
+
+def version_problems(
+    previous: dict[str, str | None] | None,
+    current: dict[str, str | None],
+    channel: str,
+    offered: EngineVersions,
+) -> list[tuple[str, str]]:
+    """(key, why) for each version the stack newly asks for that GKE would refuse. `previous`
+    and `current` map `cluster.minVersion` and each pool key to its value (None when unset);
+    a value the last deployment already had is not judged again (it runs)."""
+    problems: list[tuple[str, str]] = []
+
+    def changed(key: str) -> bool:
+        return previous is None or previous.get(key) != current.get(key)
+
+    control_plane = str(current["cluster.minVersion"])
+    if changed("cluster.minVersion"):
+        problem = control_plane_problem(
+            control_plane, channel, offered.valid_master, offered.channel_latest.get(channel)
+        )
+        if problem:
+            problems.append(("cluster.minVersion", problem))
+    for pool, key in POOL_VERSION_KEYS.items():
+        version = current.get(key)
+        if version is not None and changed(key):
+            problem = pool_version_problem(pool, version, control_plane, offered.valid_node)
+            if problem:
+                problems.append((key, problem))
+    return problems
+
+
+def upgrade_notes(previous: dict[str, str | None], current: dict[str, str | None]) -> list[str]:
+    """What an upgrade of the control plane leaves to the next step, and what a pool's move
+    costs: said in the plan, not refused."""
+    notes = []
+    old, new = previous.get("cluster.minVersion"), str(current["cluster.minVersion"])
+    if old and minor_of(new) > minor_of(old):
+        pools = {pool: current.get(key) for pool, key in POOL_VERSION_KEYS.items()}
+        notes.extend(pools_behind(new, pools))
+    key = POOL_VERSION_KEYS["gpu"]
+    if previous.get(key) != current.get(key) and current.get(key) is not None:
+        notes.append(
+            f"{key} {current.get(key)}: GKE recreates every GPU node (the reservation's pool"
+            " upgrades one node at a time, without surge); runs on them end"
+        )
+    return notes
+
+
+UPGRADE_STEPS = (
+    "upgrade in this order, one reviewed update each (README, Upgrading GKE): raise"
+    " cluster.minVersion to a version the channel offers; then set cluster.systemPool.version to"
+    " a node version of that minor; then, when no run needs the GPU nodes, gpu.version"
+)

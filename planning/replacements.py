@@ -230,6 +230,13 @@ IN_PLACE: tuple[tuple[str, str], ...] = (
         " and the Ray head with them (its jobs are lost): the preview stops unless"
         " cluster.systemPool.recreateNodesAs names the new MACHINE/DISKgb",
     ),
+    (
+        f"{PROJECT}:cluster.minVersion",
+        "the control plane's version (GKE upgrades it in place); the pools stay where they are"
+        " until cluster.systemPool.version, then gpu.version name a version of the new minor"
+        " (the GPU pool's move recreates its nodes and ends the runs on them); a version GKE"
+        " does not offer stops the preview (README, Upgrading GKE)",
+    ),
     (f"{PROJECT}:network.mtu", "VPC mtu"),
     (f"{PROJECT}:protect", "deletion protection, Lustre deletionPolicy"),
     (f"{PROJECT}:labels", "labels"),

@@ -55,6 +55,7 @@ GET_RESERVATION: Final = "gcp:compute/getReservation:getReservation"
 GET_RESERVATION_BLOCK: Final = "gcp:compute/getReservationBlock:getReservationBlock"
 GET_RESERVATION_SUB_BLOCK: Final = "gcp:compute/getReservationSubBlock:getReservationSubBlock"
 GET_CLUSTER: Final = "gcp:container/getCluster:getCluster"
+GET_ENGINE_VERSIONS: Final = "gcp:container/getEngineVersions:getEngineVersions"
 
 # --- pulumi-kubernetes ------------------------------------------------------------------------
 POD: Final = "kubernetes:core/v1:Pod"

@@ -35,6 +35,7 @@ class VersionTable:
     # --- GKE control plane ---
     gke_release_channel: Pin
     gke_cluster_version: Pin
+    gke_channel_version: Pin
     # --- GPU driver installed by GKE on the GPU pool ---
     gpu_driver_version: Pin
     # --- In-cluster software ---
@@ -98,6 +99,12 @@ VERSIONS: Final = VersionTable(
         "1.35",
         "GoogleCloudPlatform/cluster-toolkit:examples/gke-a4/gke-a4.yaml@v1.95.0"
         " (version_prefix 1.35.); covers A4, A3 Ultra, flex-start and Lustre on port 988",
+    ),
+    gke_channel_version=Pin(
+        "1.35.8-gke.1036000",
+        "https://docs.cloud.google.com/feeds/gke-regular-channel-release-notes.xml (REGULAR's"
+        " default creation version on 2026-09-17); what offline runs assume GKE offers when no"
+        " description of the channel's versions is given",
     ),
     gpu_driver_version=Pin(
         "LATEST",

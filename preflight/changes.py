@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from planning.cluster import NODE_RECREATING_FIELDS
+from planning.cluster import NODE_RECREATING_FIELDS, upgrade_notes
 from planning.replacements import Change, changes, refusals
 from planning.resource_types import NODE_POOL
 from preflight.mock_run import ProgramRun
-from program.guard import REPLACEMENT_EXPORT
+from program.guard import REPLACEMENT_EXPORT, versions_of
 from pulumi_offline.bridge_diff import UNKNOWN_VALUES, InputDiff, diff_inputs, top_level
 from pulumi_offline.gcp_force_new import FACTS
 from pulumi_offline.kubernetes_force_new import kubernetes_facts
@@ -133,6 +133,8 @@ class ChangeReport:
     keys: list[Change]
     planned: list[Planned]
     refusals: list[str]
+    notes: list[str] = field(default_factory=list)
+    """What the change leaves to a next step or costs beyond the plan (an upgrade's pools)."""
 
     def of(self, op: str) -> list[Planned]:
         """The resources with one kind of step, by name."""
@@ -228,7 +230,14 @@ def compare(previous: Snapshot, current: Snapshot, previous_name: str) -> Change
     report_keys = list(changes(previous.replacement_config, current.replacement_config))
     protected = bool(current.replacement_config.get("protect"))
     stops = refusals(previous.replacement_config, current.replacement_config, protected)
-    return ChangeReport(previous_name, report_keys, list(planned.values()), stops)
+    notes = (
+        upgrade_notes(
+            versions_of(previous.replacement_config), versions_of(current.replacement_config)
+        )
+        if "cluster.minVersion" in previous.replacement_config
+        else []
+    )
+    return ChangeReport(previous_name, report_keys, list(planned.values()), stops, notes)
 
 
 def _node_note(old: Resource, new: Resource) -> str:
@@ -329,6 +338,7 @@ def render(report: ChangeReport) -> str:
         if found:
             lines.append(f"{title} ({len(found)}):")
             lines.extend(_line(p) for p in found)
+    lines.extend(f"Note: {note}" for note in report.notes)
     for refusal in report.refusals:
         lines.append(f"pulumi preview stops here: {refusal}")
     return "\n".join(lines)
@@ -362,6 +372,7 @@ def to_json(report: ChangeReport) -> dict[str, Any]:
             for p in sorted(report.planned, key=lambda p: p.resource.urn)
         ],
         "refusals": report.refusals,
+        "notes": report.notes,
     }
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from planning.naming import PROJECT
-from preflight import changes
+from preflight import changes, org_policies
 from preflight.mock_run import ProgramError, ProgramRun, run_program
 from preflight.policy_runner import (
     PolicyConfigError,
@@ -39,8 +39,15 @@ from program.guard import (
     ChangeRefused,
     ReplacementRefused,
     check_day_two,
+    versions_exported,
 )
-from pulumi_offline.fake_reservations import CloudFixtures, FixtureError, assumed_for, load_fixtures
+from pulumi_offline.fake_reservations import (
+    CloudFixtures,
+    FixtureError,
+    assumed_for,
+    assumed_versions,
+    load_fixtures,
+)
 from pulumi_offline.stackfiles import (
     StackConfigValues,
     StackFileError,
@@ -48,7 +55,7 @@ from pulumi_offline.stackfiles import (
     read_stack,
     stack_name_from_file,
 )
-from stack_config import load_stack_config
+from stack_config import StackConfig, load_stack_config
 from stack_config.errors import InvalidStackConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -170,9 +177,27 @@ def cloud_fixtures(
 ) -> tuple[CloudFixtures, list[str]]:
     """What the program's reads of the cloud find: the description given, or a reservation
     assumed to hold the pool (with a note saying the reservation was not read)."""
-    if reservations is not None:
-        return load_fixtures(reservations), []
     cfg = load_stack_config(config.values, config.stack, config.secret_keys)
+    given = load_fixtures(reservations) if reservations is not None else None
+    fixtures, notes = (given, []) if given is not None else _assumed_reservation(cfg)
+    if fixtures.engine_versions is None:
+        cluster = cfg.cluster
+        versions = assumed_versions(
+            cluster.release_channel,
+            cluster.min_version,
+            (cluster.system_pool.version, cfg.gpu.version),
+        )
+        fixtures = fixtures.model_copy(update={"engine_versions": versions})
+        notes.append(
+            "GKE's offered versions were not read (offline): assumed to offer"
+            f" cluster.minVersion {cluster.min_version} and the pools' versions. `pulumi"
+            " preview` reads them and stops on one GKE does not offer; --reservations FILE"
+            " with engineVersions checks a description"
+        )
+    return fixtures, notes
+
+
+def _assumed_reservation(cfg: StackConfig) -> tuple[CloudFixtures, list[str]]:
     path = cfg.gpu.reservation_path
     if path is None or not cfg.gpu.check_reservation:
         return CloudFixtures(), []
@@ -261,16 +286,32 @@ def main(
         if not stack_file.exists():
             raise StackFileError(f"no stack file {stack_file}")
         if args.previous is not None and args.previous.suffix != ".json":
-            before = stack_name_from_file(args.previous)
-            if before != stack:
+            previous_stack = stack_name_from_file(args.previous)
+            if previous_stack != stack:
                 raise StackFileError(
-                    f"{args.previous} is stack {before!r}, this is {stack!r}: compare a stack"
-                    " with its own earlier configuration"
+                    f"{args.previous} is stack {previous_stack!r}, this is {stack!r}: compare a"
+                    " stack with its own earlier configuration"
                 )
+        before = None
+        if args.previous is not None:
+            try:
+                before = _previous_snapshot(args.previous, args.policy_config)
+            except ChangeRefused:
+                raise
+            except InvalidStackConfig as error:
+                print(f"preflight: previous stack: {error}", file=err)
+                return EXIT_USAGE
         result = preflight(
             stack_file,
             policy_config=args.policy_config,
             known=args.known,
+            # With --previous, GKE versions are judged as an update judges them (only what
+            # changed); the rest of the previous deployment is compared below.
+            previous_outputs=(
+                {REPLACEMENT_EXPORT: versions_exported(before.replacement_config)}
+                if before is not None
+                else None
+            ),
             reservations=args.reservations,
         )
     except (StackFileError, PolicyConfigError, FixtureError, InvalidStackConfig) as error:
@@ -285,9 +326,9 @@ def main(
         return EXIT_VIOLATIONS
 
     report = None
-    if args.previous is not None:
+    if args.previous is not None and before is not None:
         try:
-            report = _compare_with(args.previous, stack_file, result, args.policy_config)
+            report = _compare_with(args.previous, before, stack_file, result, args.policy_config)
         except (StackFileError, ChangeRefused) as error:
             print(f"preflight: {error}", file=err)
             return EXIT_USAGE
@@ -315,6 +356,7 @@ def main(
         print(f"preflight: wrote {len(files)} manifests to {args.manifests}", file=err)
     if args.json is not None:
         document = result.as_json()
+        document["orgPolicies"] = org_policies.to_json(org_policies.needs(result.run))
         if report is not None:
             document["changes"] = changes.to_json(report)
         args.json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
@@ -331,6 +373,8 @@ def main(
         print(render_tree(result.run), file=out)
         print(file=out)
         print(render_summary(result.summary), file=out)
+        print(file=out)
+        print(org_policies.render(org_policies.needs(result.run)), file=out)
         print(file=out)
         print(f"Policy config: {cfg_note}", file=out)
         print(render_violations(result.policies, result.violations), file=out)
@@ -357,19 +401,26 @@ def main(
     return EXIT_VIOLATIONS if result.mandatory or refused else EXIT_OK
 
 
-def _compare_with(
-    previous: Path, stack_file: Path, result: Result, policy_config: Path | None
-) -> changes.ChangeReport:
-    """The change from `previous` (a stack file or a --json report) to this run."""
+def _previous_snapshot(previous: Path, policy_config: Path | None) -> changes.Snapshot:
+    """The stack as `previous` (a stack file or a --json report) had it."""
     if not previous.exists():
         raise StackFileError(f"no previous stack file or report {previous}")
     if previous.suffix == ".json":
-        before = changes.load_snapshot(previous)
-    else:
-        stack_name_from_file(previous)
-        # Both sides with every value known: fakes derived from names, equal where unchanged.
-        ran = preflight(previous, policy_config=policy_config, known=True)
-        before = changes.snapshot(ran.run, "known")
+        return changes.load_snapshot(previous)
+    stack_name_from_file(previous)
+    # Both sides with every value known: fakes derived from names, equal where unchanged.
+    ran = preflight(previous, policy_config=policy_config, known=True)
+    return changes.snapshot(ran.run, "known")
+
+
+def _compare_with(
+    previous: Path,
+    before: changes.Snapshot,
+    stack_file: Path,
+    result: Result,
+    policy_config: Path | None,
+) -> changes.ChangeReport:
+    """The change from `before` (read from `previous`) to this run."""
     # The change as the program plans it after reading what the previous deployment exported
     # (the Lustre claim keeps its created size); a protected stack's refusal is reported below.
     try:

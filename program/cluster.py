@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
+import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components import (
@@ -20,10 +21,38 @@ from components import (
     SystemNodePool,
     SystemNodePoolArgs,
 )
+from planning.cluster import EngineVersions
+from planning.naming import PROJECT
 from planning.reservation import qualifying_project
 from planning.versions import VERSIONS
 from program.network import Networks
-from stack_config import StackConfig
+from program.reservation import api_off, first_line
+from stack_config import InvalidStackConfig, StackConfig
+
+
+def read_engine_versions(cfg: StackConfig) -> EngineVersions | None:
+    """The versions GKE offers in the cluster's region now (GKE's server config, as Cluster
+    Toolkit reads it); None when the project's GKE API is still off (a first `up` turns it on,
+    and GKE itself then judges the version)."""
+    try:
+        found = gcp.container.get_engine_versions(location=cfg.region, project=cfg.project)
+    except Exception as error:
+        if api_off(error):
+            pulumi.log.warn(
+                "GKE's offered versions were not read (the GKE API is not on yet):"
+                f" cluster.minVersion {cfg.cluster.min_version} is judged by GKE at create"
+            )
+            return None
+        raise InvalidStackConfig(
+            f"{PROJECT}:cluster.minVersion",
+            f"could not read the GKE versions offered in {cfg.region}: {first_line(error)}",
+            "give the identity container.clusters.list (roles/container.viewer)",
+        ) from None
+    return EngineVersions(
+        valid_master=list(found.valid_master_versions),
+        valid_node=list(found.valid_node_versions),
+        channel_latest=dict(found.release_channel_latest_version),
+    )
 
 
 @dataclass(frozen=True)
@@ -102,6 +131,7 @@ def build_gke(
             min_nodes=system.min,
             max_nodes=system.max,
             disk_gb=system.disk_gb,
+            version=system.version,
             labels=labels,
         ),
     )
@@ -131,6 +161,10 @@ def build_gke(
             # Behind the job queue a flex-start pool gets its nodes through Kueue's
             # ProvisioningRequests only (program.queue).
             queued_provisioning=cfg.queue_enabled and cfg.gpu.capacity == "flex-start",
+            version=cfg.gpu.version,
+            # An upgrade moves the control plane, then the system pool, the GPU pool last: the
+            # GPU nodes are recreated only once the pool the Ray head runs on is done.
+            after=[system_pool],
         ),
     )
     # The only Kubernetes provider: built from the cluster's outputs with an exec kubeconfig

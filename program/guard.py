@@ -14,16 +14,21 @@ has nothing to compare with and goes on.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pulumi
 
 from planning.cluster import (
+    POOL_VERSION_KEYS,
     SYSTEM_POOL_CONSENT,
+    EngineVersions,
     system_pool_fix,
     system_pool_problem,
     system_pool_shape,
+    upgrade_notes,
+    version_fix,
+    version_problems,
 )
 from planning.naming import PROJECT
 from planning.network import ZONE_MOVE_STEPS, zone_move_problem
@@ -49,10 +54,16 @@ RULE_KEYS = (
     "gpu.rdmaNetworks",
     "cluster.systemPool.shape",
     SYSTEM_POOL_CONSENT,
+    "cluster.releaseChannel",
+    "cluster.minVersion",
+    *POOL_VERSION_KEYS.values(),
 )
 """Exported values that recreate nothing in the plan but bound a day-2 change: how the running
-Lustre instance may grow, whether a zone change runs under an RDMA GPU pool, and whether the
-system nodes (and the Ray head) are recreated with the user's consent."""
+Lustre instance may grow, whether a zone change runs under an RDMA GPU pool, whether the
+system nodes (and the Ray head) are recreated with the user's consent, and which GKE versions
+the control plane and each pool were last moved to."""
+
+VERSION_KEYS = ("cluster.minVersion", *POOL_VERSION_KEYS.values())
 
 
 class ChangeRefused(InvalidStackConfig):
@@ -70,6 +81,10 @@ class ZoneMoveRefused(ChangeRefused):
 
 class SystemPoolRefused(ChangeRefused):
     """A system-pool change that recreates its nodes (and the Ray head), not consented to."""
+
+
+class VersionRefused(ChangeRefused):
+    """A GKE version GKE does not offer, or an upgrade out of order; nothing was registered."""
 
 
 def replacement_values(cfg: StackConfig) -> dict[str, Any]:
@@ -102,6 +117,12 @@ def replacement_values(cfg: StackConfig) -> dict[str, Any]:
         # GKE recreates every system node (and the Ray head) when this changes.
         "cluster.systemPool.shape": system_pool_shape(system.machine_type, system.disk_gb),
         SYSTEM_POOL_CONSENT: system.recreate_nodes_as or "",
+        # Where the control plane and each pool were last moved (an upgrade is judged against
+        # what GKE offers only when one of them changes).
+        "cluster.releaseChannel": cfg.cluster.release_channel,
+        "cluster.minVersion": cfg.cluster.min_version,
+        POOL_VERSION_KEYS["system"]: system.version,
+        POOL_VERSION_KEYS["gpu"]: gpu.version,
     }
 
 
@@ -177,6 +198,42 @@ def check_day_two(
     return check_lustre_growth(previous, current)
 
 
+def versions_of(values: Mapping[str, Any]) -> dict[str, str | None]:
+    """The control plane's and each pool's version among exported values."""
+    return {key: values.get(key) for key in VERSION_KEYS}
+
+
+def versions_exported(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Only the exported values that say which GKE versions were deployed (and the channel)."""
+    keys = ("cluster.releaseChannel", *VERSION_KEYS)
+    return {key: values[key] for key in keys if key in values}
+
+
+def check_versions(
+    previous: dict[str, Any] | None,
+    current: dict[str, Any],
+    read: Callable[[], EngineVersions | None],
+) -> list[str]:
+    """Raise VersionRefused (naming the key) when the stack newly asks for a GKE version GKE
+    does not offer in its location (`read` is asked only then); return what an upgrade leaves
+    to its next step, for the plan to say. A previous deployment without these values (an
+    older program) counts as changed only where the stack now names a pool version."""
+    now = versions_of(current)
+    before = versions_of(previous) if previous else None
+    if previous and "cluster.minVersion" not in previous:
+        # Deployed by a program that did not export versions: the cluster runs at this minimum.
+        before = {**(before or {}), "cluster.minVersion": now["cluster.minVersion"]}
+    if before is not None and before == now:
+        return []
+    offered = read()
+    if offered is not None:
+        channel = str(current.get("cluster.releaseChannel") or "")
+        for key, problem in version_problems(before, now, channel, offered):
+            fix = version_fix(key, channel, offered, str(now["cluster.minVersion"]))
+            raise VersionRefused(f"{PROJECT}:{key}", problem, fix)
+    return upgrade_notes(before, now) if before is not None else []
+
+
 CHECKPOINT_READ_TRIES = 6
 """How often the guard reads its stack's last outputs when the backend's read fails midway: the
 file backend (gocloud's fileblob) rewrites the checkpoint's `.attrs` file in place while the
@@ -214,14 +271,22 @@ def previous_outputs(stack: str) -> dict[str, Any]:
 
 
 def stop_surprise_replacements(
-    cfg: StackConfig, stack: str, pool_running: Callable[[], bool]
+    cfg: StackConfig,
+    stack: str,
+    pool_running: Callable[[], bool],
+    read_versions: Callable[[], EngineVersions | None],
 ) -> dict[str, Any]:
     """Raise ReplacementRefused when a protected stack's change recreates a guarded resource
-    (InvalidStackConfig when Lustre cannot take its new size, or the zone changes under a
-    running RDMA GPU pool, protected or not); return the values to export for the next update
-    to compare with. `pool_running` says whether the stack's GPU pool exists now."""
+    (InvalidStackConfig when Lustre cannot take its new size, the zone changes under a
+    running RDMA GPU pool, or a GKE version is not offered, protected or not); return the
+    values to export for the next update to compare with. `pool_running` says whether the
+    stack's GPU pool exists now; `read_versions` what GKE offers in the region."""
     current = replacement_values(cfg)
     previous = previous_outputs(stack).get(REPLACEMENT_EXPORT)
+    for note in check_versions(
+        previous if isinstance(previous, dict) else None, current, read_versions
+    ):
+        pulumi.log.warn(note)
     if isinstance(previous, dict):
         current = check_day_two(previous, current, pool_running)
         problems = refusals(previous, current, cfg.protect)

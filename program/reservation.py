@@ -32,6 +32,17 @@ _NOT_FOUND = re.compile(r"\b404\b|not ?found", re.IGNORECASE)
 _API_OFF = re.compile(r"SERVICE_DISABLED|accessNotConfigured|has not been used", re.IGNORECASE)
 
 
+def api_off(error: Exception) -> bool:
+    """Does the error say the project's API is not enabled yet (a first `up` enables it)?"""
+    return bool(_API_OFF.search(str(error)))
+
+
+def first_line(error: Exception) -> str:
+    """The error's first line (the API's message, without the provider's trace)."""
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
 def _missing(error: Exception) -> bool:
     return bool(_NOT_FOUND.search(str(error)))
 
@@ -133,12 +144,12 @@ def read_gpu_pool(cfg: StackConfig, key: str, way_out: str) -> tuple[int, str] |
             name=cfg.names.cluster, location=cfg.region, project=cfg.project
         )
     except Exception as error:
-        if _missing(error) or _API_OFF.search(str(error)):
+        if _missing(error) or api_off(error):
             return None
         raise InvalidStackConfig(
             key,
             f"could not read cluster {cfg.names.cluster} to see the GPU pool it has now:"
-            f" {_first_line(error)}",
+            f" {first_line(error)}",
             f"give the identity container.clusters.get (roles/container.viewer), {way_out}",
         ) from None
     pool_name = f"gpu-{cfg.gpu.profile.key}"
@@ -164,11 +175,6 @@ def _affinity_value(pool: gcp.container.outputs.GetClusterNodePoolResult) -> str
     return ""
 
 
-def _first_line(error: Exception) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
-
-
 def _unreadable(
     path: ReservationPath, owner: str, zone: str, error: Exception
 ) -> InvalidStackConfig:
@@ -188,7 +194,7 @@ def _unreadable(
     return InvalidStackConfig(
         KEY,
         f"reservation {path} could not be read in zone {zone} of project {owner}:"
-        f" {_first_line(error)}",
+        f" {first_line(error)}",
         f"give the identity compute.reservations.get on project {owner} (roles/compute.viewer)"
         " and enable compute.googleapis.com, or set gpu.checkReservation to false",
     )

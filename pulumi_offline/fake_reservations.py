@@ -3,8 +3,8 @@
 Follows the result types of pulumi-gcp 10.2.0's functions, which carry what the Compute
 Engine reservations API and the GKE clusters API answer. Offline, nothing can read the real
 reservation. Preflight and the engine test bed's GCP stand-in answer the invokes the program
-makes (`getReservation`, `getReservationBlock`, `getReservationSubBlock`, `getCluster`) from
-a small description, a JSON file:
+makes (`getReservation`, `getReservationBlock`, `getReservationSubBlock`, `getCluster`,
+`getEngineVersions`) from a small description, a JSON file:
 
 ```json
 {"reservations": [{"name": "res-a", "zone": "us-central1-b", "project": "p (optional)",
@@ -14,7 +14,10 @@ a small description, a JSON file:
                    "blocks": [{"name": "b1", "count": 2, "inUse": 0,
                                "subBlocks": [{"name": "s1", "count": 2, "inUse": 0}]}]}],
  "clusters": [{"name": "c", "location": "us-central1",
-               "pools": [{"name": "gpu-b200", "nodes": 2, "zones": ["us-central1-b"]}]}]}
+               "pools": [{"name": "gpu-b200", "nodes": 2, "zones": ["us-central1-b"]}]}],
+ "engineVersions": {"validMasterVersions": ["1.35.8-gke.1036000"],
+                    "validNodeVersions": ["1.35.8-gke.1036000"],
+                    "channelLatest": {"REGULAR": "1.35.8-gke.1036000"}}}
 ```
 
 Answers carry every field of pulumi-gcp's result types (`pulumi_offline.sdk_results`); what the
@@ -30,6 +33,7 @@ proves only that the program reads and judges the answer.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -38,10 +42,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from planning.resource_types import (
     GET_CLUSTER,
+    GET_ENGINE_VERSIONS,
     GET_RESERVATION,
     GET_RESERVATION_BLOCK,
     GET_RESERVATION_SUB_BLOCK,
 )
+from planning.versions import VERSIONS
 from pulumi_offline.gcp_types import result_type
 from pulumi_offline.sdk_results import complete
 
@@ -55,6 +61,7 @@ __all__ = [
     "Block",
     "CloudFixtures",
     "Cluster",
+    "EngineVersions",
     "FixtureError",
     "NotFoundError",
     "PoolNodes",
@@ -62,10 +69,17 @@ __all__ = [
     "SubBlock",
     "answer",
     "assumed_for",
+    "assumed_versions",
     "load_fixtures",
 ]
 
-TOKENS = (GET_RESERVATION, GET_RESERVATION_BLOCK, GET_RESERVATION_SUB_BLOCK, GET_CLUSTER)
+TOKENS = (
+    GET_RESERVATION,
+    GET_RESERVATION_BLOCK,
+    GET_RESERVATION_SUB_BLOCK,
+    GET_CLUSTER,
+    GET_ENGINE_VERSIONS,
+)
 """The reads a description answers."""
 
 
@@ -133,11 +147,30 @@ class Cluster(_Model):
     pools: tuple[PoolNodes, ...] = ()
 
 
+class EngineVersions(_Model):
+    """The GKE versions offered in the location (GKE's server config)."""
+
+    valid_master: tuple[str, ...] = Field(alias="validMasterVersions")
+    valid_node: tuple[str, ...] = Field(alias="validNodeVersions")
+    channel_latest: dict[str, str] = Field(default_factory=dict, alias="channelLatest")
+    """Each release channel's newest version."""
+
+
+PINNED_VERSIONS = EngineVersions(
+    valid_master=(VERSIONS.gke_channel_version.value,),
+    valid_node=(VERSIONS.gke_channel_version.value,),
+    channel_latest={VERSIONS.gke_release_channel.value: VERSIONS.gke_channel_version.value},
+)
+"""What a description without `engineVersions` answers: the pinned channel version only."""
+
+
 class CloudFixtures(_Model):
-    """Everything the fake cloud knows about reservations and existing clusters."""
+    """Everything the fake cloud knows about reservations, existing clusters and versions."""
 
     reservations: tuple[Reservation, ...] = ()
     clusters: tuple[Cluster, ...] = ()
+    engine_versions: EngineVersions | None = Field(None, alias="engineVersions")
+    """None: the pinned channel version only (`PINNED_VERSIONS`)."""
     assumed: bool = False
     """Made up from the stack itself (no description given): the check proves nothing."""
 
@@ -197,6 +230,9 @@ def answer(
     """The invoke's result, every field of the SDK's result type; NotFoundError as a 404."""
     if token == GET_CLUSTER:
         return _cluster(fixtures, args, default_project)
+    if token == GET_ENGINE_VERSIONS:
+        versions = fixtures.engine_versions or PINNED_VERSIONS
+        return _engine_versions(versions, args, default_project)
     reservation, project, zone = _reservation(fixtures, args, default_project)
     base = f"projects/{project}/zones/{zone}/reservations/{reservation.name}"
     if token == GET_RESERVATION:
@@ -294,6 +330,38 @@ def _cluster(
     raise _not_found(f"projects/{project}/locations/{location}/clusters/{name}")
 
 
+def _engine_versions(
+    versions: EngineVersions, args: Mapping[str, Any], default_project: str
+) -> dict[str, Any]:
+    """GKE's server config as getEngineVersions returns it (newest first, as GKE lists them;
+    `versionPrefix` filters the valid versions, as the provider does)."""
+    prefix = str(args.get("versionPrefix") or "")
+    master = sorted((v for v in versions.valid_master if v.startswith(prefix)), key=_order)
+    node = sorted((v for v in versions.valid_node if v.startswith(prefix)), key=_order)
+    location = str(args.get("location") or "")
+    return complete(
+        result_type(GET_ENGINE_VERSIONS),
+        {
+            "id": location,
+            "location": location,
+            "project": str(args.get("project") or default_project),
+            "versionPrefix": prefix or None,
+            "defaultClusterVersion": master[0] if master else "",
+            "latestMasterVersion": master[0] if master else "",
+            "latestNodeVersion": node[0] if node else "",
+            "validMasterVersions": master,
+            "validNodeVersions": node,
+            "releaseChannelDefaultVersion": dict(versions.channel_latest),
+            "releaseChannelLatestVersion": dict(versions.channel_latest),
+            "releaseChannelUpgradeTargetVersion": dict(versions.channel_latest),
+        },
+    )
+
+
+def _order(version: str) -> tuple[int, ...]:
+    return tuple(-int(n) for n in re.findall(r"\d+", version))
+
+
 def _affinity(pool: PoolNodes) -> dict[str, Any]:
     if pool.reservation is None:
         return {"consumeReservationType": "NO_RESERVATION", "key": "", "values": []}
@@ -302,6 +370,25 @@ def _affinity(pool: PoolNodes) -> dict[str, Any]:
         "key": "compute.googleapis.com/reservation-name",
         "values": [pool.reservation],
     }
+
+
+def assumed_versions(
+    channel: str, min_version: str, pool_versions: tuple[str | None, ...]
+) -> EngineVersions:
+    """GKE's offer as the stack asks for it (the pinned channel version, the control plane's
+    version and every pool's): what preflight answers when no description is given. It proves
+    nothing about what GKE offers."""
+    dots = min_version.count(".")
+    control_plane = min_version + (
+        ".0-gke.0" if dots == 1 else "-gke.0" if "-gke" not in min_version else ""
+    )
+    pinned = VERSIONS.gke_channel_version.value
+    nodes = tuple(dict.fromkeys((pinned, *(v for v in pool_versions if v))))
+    return EngineVersions(
+        valid_master=tuple(dict.fromkeys((pinned, control_plane))),
+        valid_node=nodes,
+        channel_latest={},
+    )
 
 
 def assumed_for(

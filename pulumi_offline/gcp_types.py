@@ -167,6 +167,10 @@ def _function_module(token: str) -> tuple[ModuleType, str, str]:
     _, module_path, _ = token.split(":")
     module_part, fn_name = module_path.split("/")
     py_name = re.sub(r"(?<!^)(?=[A-Z])", "_", fn_name).lower()
+    # pulumi_gcp imports its modules lazily: importing the function's own module into a package
+    # whose body has not run yet would leave the package's name bound to that module, not to the
+    # function the program calls ("'module' object is not callable"). Run the body first.
+    getattr(importlib.import_module(f"pulumi_gcp.{module_part}"), py_name)
     return importlib.import_module(f"pulumi_gcp.{module_part}.{py_name}"), py_name, fn_name
 
 

@@ -11,6 +11,7 @@ from typing import Annotated, Literal, Self, cast
 from dateutil.rrule import rrulestr
 from pydantic import AfterValidator, Field, model_validator
 
+from planning.cluster import FULL_VERSION_PATTERN, minor_of
 from planning.versions import VERSIONS, gke_at_least
 from stack_config.base import ConfigModel, check_bounds
 from stack_config.errors import ConfigProblem, show
@@ -97,6 +98,12 @@ class SystemPoolConfig(ConfigModel):
         None,
         description="`MACHINE/DISKgb` whose change of machine type or disk the user accepts:"
         " GKE recreates every system node, the Ray head and its jobs with them.",
+    )
+    version: str | None = Field(
+        None,
+        pattern=FULL_VERSION_PATTERN,
+        description="Full GKE version the system nodes run (e.g. 1.35.8-gke.1036000); unset:"
+        " they stay on the version they were created at. Raise it after cluster.minVersion.",
     )
 
     @model_validator(mode="after")
@@ -224,6 +231,33 @@ class ClusterConfig(ConfigModel):
     maintenance: MaintenanceConfig = Field(
         default_factory=MaintenanceConfig, description="Maintenance window and exclusion."
     )
+
+
+def pool_version_problems(
+    cluster: ClusterConfig, gpu_version: str | None
+) -> Iterator[ConfigProblem]:
+    """Pools move after the control plane, the GPU pool last: neither may be on a newer minor
+    than `cluster.minVersion`, nor the GPU pool newer than the system pool it follows."""
+    control_plane = cluster.min_version
+    system = cluster.system_pool.version
+    for path, version in (
+        (("cluster", "systemPool", "version"), system),
+        (("gpu", "version"), gpu_version),
+    ):
+        if version is not None and minor_of(version) > minor_of(control_plane):
+            yield ConfigProblem(
+                path,
+                f"{version} is newer than the control plane (cluster.minVersion {control_plane});"
+                " GKE never runs nodes newer than their control plane",
+                f"raise cluster.minVersion to {'.'.join(map(str, minor_of(version)))} first (or"
+                " with it, in the same update: the control plane moves before the pools)",
+            )
+    if system is not None and gpu_version is not None and minor_of(gpu_version) > minor_of(system):
+        yield ConfigProblem(
+            ("gpu", "version"),
+            f"{gpu_version} is newer than the system pool's {system}; the GPU pool moves last",
+            "raise cluster.systemPool.version to that minor first (README, Upgrading GKE)",
+        )
 
 
 def gke_version_problems(

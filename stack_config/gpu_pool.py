@@ -12,6 +12,7 @@ from typing import Literal, Self, cast
 from pydantic import Field, model_validator
 
 from planning.catalog import Capacity, GpuProfile, GpuType, profile
+from planning.cluster import FULL_VERSION_PATTERN
 from planning.network import GPU_MAX_PODS_PER_NODE
 from planning.reservation import ReservationPath, parse_reservation
 from planning.versions import VERSIONS
@@ -83,6 +84,13 @@ class GpuConfig(ConfigModel):
         description="Pods per GPU node; sets each node's share of the pods range (32 -> a /26)."
         " Fixed when the pool is created: a pool made before the 32 default keeps GKE's 110 (set"
         " 110 here so the address plan is checked as it is); changing it later needs a new pool.",
+    )
+    version: str | None = Field(
+        None,
+        pattern=FULL_VERSION_PATTERN,
+        description="Full GKE version the GPU nodes run (e.g. 1.35.8-gke.1036000); unset: they"
+        " stay on the version they were created at. Changing it recreates every GPU node: it is"
+        " the consent to that, given after the control plane and the system pool moved.",
     )
     driver_version: DriverVersion = Field(
         cast(DriverVersion, VERSIONS.gpu_driver_version.value),

@@ -22,7 +22,7 @@ from planning.versions import VERSIONS
 from stack_config import ray as ray_job
 from stack_config import verify as gates
 from stack_config.base import PROJECT_ID_PATTERN, ConfigModel
-from stack_config.cluster import ClusterConfig, gke_version_problems
+from stack_config.cluster import ClusterConfig, gke_version_problems, pool_version_problems
 from stack_config.errors import ConfigProblem
 from stack_config.gpu_pool import GpuConfig
 from stack_config.labels import label_format_problem
@@ -168,6 +168,7 @@ class StackConfig(ConfigModel):
                 f" {zone_region}",
             )
         yield from gke_version_problems(self.cluster, self.required_gke_minimums())
+        yield from pool_version_problems(self.cluster, self.gpu.version)
         yield from shared_storage_problems(self.lustre, self.bucket)
         yield from ray_job.job_fits_pool_problems(self.ray, self.gpu)
         yield from gates.smoke_problems(self.verify, self.gpu)

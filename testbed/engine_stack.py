@@ -36,6 +36,9 @@ def environ() -> dict[str, str]:
     STATE.mkdir(parents=True, exist_ok=True)
     env["PULUMI_BACKEND_URL"] = STATE.as_uri()
     env.setdefault("PULUMI_CONFIG_PASSPHRASE", DEFAULT_PASSPHRASE)
+    # What the GCP stand-in keeps between its processes (the Lustre instances a private
+    # services connection still serves: testbed/gcp_standin/producers.py).
+    env.setdefault("NEMO_RL_GKE_STANDIN_CLOUD", str(ENGINE / "cloud"))
     env.pop("PULUMI_ACCESS_TOKEN", None)
     return env
 

@@ -21,24 +21,42 @@ def _pulumi_steps(job: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for s in job["steps"] if str(s.get("uses", "")).startswith(ACTION)]
 
 
-def test_up_is_preceded_by_a_preview_with_the_same_policy_pack() -> None:
-    """pulumi/actions' `up` runs `pulumi up --skip-preview`: stack policies would only run after
-    every resource exists. A preview with the same pack must come first in the same job."""
-    job = _workflow("preview.yml")["jobs"]["up"]
-    steps = _pulumi_steps(job)
-    commands = [s["with"]["command"] for s in steps]
-    assert commands == ["preview", "up"]
-    preview, up = (s["with"] for s in steps)
-    for key in ("stack-name", "cloud-url", "policyPacks", "policyPackConfigs"):
-        assert preview[key] == up[key], key
-    assert up["policyPacks"] == "policies"
+def _runs(job: dict[str, Any]) -> list[str]:
+    return [" ".join(str(s.get("run", "")).split()) for s in job["steps"]]
+
+
+def test_the_merge_applies_the_plan_the_pull_request_reviewed() -> None:
+    """The pull request's preview saves its plan with the policy pack and keeps it as an
+    artifact; the merge's `up` downloads that plan and applies it with `--plan` (which refuses
+    anything the plan does not name), previewing first so the same pack judges it before any
+    change (never `--skip-preview`, which runs stack policies after the fact)."""
+    jobs = _workflow("preview.yml")["jobs"]
+    pack = '--policy-pack policies --policy-pack-config "policies/config/$STACK.json"'
+    (save,) = [r for r in _runs(jobs["preview"]) if "--save-plan" in r]
+    assert save.startswith("pulumi preview ")
+    assert '--save-plan "plan-$STACK.json"' in save
+    assert pack in save
+    (upload,) = [s for s in jobs["preview"]["steps"] if "upload-artifact" in str(s.get("uses"))]
+    assert upload["with"]["name"] == "plan-${{ matrix.stack }}"
+    assert upload["with"]["path"] == "plan-${{ matrix.stack }}.json"
+    runs = _runs(jobs["up"])
+    (fetch,) = [i for i, r in enumerate(runs) if "gh run download" in r]
+    assert '--name "plan-$STACK"' in runs[fetch]
+    (apply,) = [i for i, r in enumerate(runs) if r.startswith("pulumi up ")]
+    assert fetch < apply
+    assert '--plan "plan-$STACK.json"' in runs[apply]
+    assert pack in runs[apply]
+    assert "--skip-preview" not in runs[apply]
+    assert not [s for s in _pulumi_steps(jobs["up"]) if s["with"].get("command")]
+    assert jobs["up"]["permissions"]["actions"] == "read"
 
 
 def test_every_pulumi_step_creates_or_selects_its_stack() -> None:
     """Without `upsert: true` pulumi/actions only selects the stack, and fails when it is new."""
     for job in _workflow("preview.yml")["jobs"].values():
         for step in _pulumi_steps(job):
-            assert step["with"].get("upsert") is True, step["name"]
+            if step["with"].get("command"):
+                assert step["with"].get("upsert") is True, step["name"]
 
 
 def test_jobs_that_run_the_program_keep_the_lock() -> None:
@@ -57,7 +75,7 @@ def test_every_pulumi_step_runs_the_cli_the_engine_tests_run() -> None:
     steps = [
         step for job in _workflow("preview.yml")["jobs"].values() for step in _pulumi_steps(job)
     ]
-    assert len(steps) == 3
+    assert len(steps) == 2
     for step in steps:
         assert str(step["with"].get("pulumi-version")) == VERSIONS.pulumi_cli.value, step["name"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -66,6 +66,9 @@ class SystemNodePoolArgs:
     min_nodes: int
     max_nodes: int
     disk_gb: int
+    version: str | None = None
+    """Full GKE version of the nodes; None: the version they were created at, never moved by
+    this program (the maintenance exclusion keeps GKE from moving them too)."""
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -88,6 +91,7 @@ class SystemNodePool(pulumi.ComponentResource):
             location=args.region,
             node_locations=[args.zone],
             initial_node_count=args.min_nodes,
+            version=args.version,
             autoscaling=gcp.container.NodePoolAutoscalingArgs(
                 total_min_node_count=args.min_nodes,
                 total_max_node_count=args.max_nodes,
@@ -139,6 +143,12 @@ class GpuNodePoolArgs:
     driver_version: Literal["DEFAULT", "LATEST"]
     additional_networks: pulumi.Input[list[dict[str, str]]]
     """`[{network, subnetwork}]` in NIC order, straight from the network components."""
+    version: str | None = None
+    """Full GKE version of the GPU nodes; None: the version they were created at. GKE moves a
+    pool to a new version by recreating its nodes under the upgrade settings."""
+    after: Sequence[pulumi.Resource] = ()
+    """What the pool waits for, on create and on every update (the system pool: an upgrade
+    moves the GPU nodes last)."""
     max_pods_per_node: int = GPU_MAX_PODS_PER_NODE
     """Pods per node: the node's block of the pods range (32 -> a /26)."""
     disk_gb: int = 500
@@ -227,6 +237,7 @@ class GpuNodePool(pulumi.ComponentResource):
             cluster=args.cluster_id,
             location=args.region,
             node_locations=[args.zone],
+            version=args.version,
             # Fixed pools pin node_count; autoscaled pools start at their minimum and leave
             # the count to the autoscaler.
             node_count=args.nodes,
@@ -266,6 +277,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 # reservation has no room for a second pool's nodes (create-first would wait
                 # for capacity that only the old pool's deletion gives back).
                 delete_before_replace=True,
+                depends_on=list(args.after),
             ),
         )
         self.pool_name = pool.name

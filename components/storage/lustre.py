@@ -102,8 +102,10 @@ class Lustre(pulumi.ComponentResource):
             network=args.network_id,
             service=SERVICE_NETWORKING,
             reserved_peering_ranges=[address.name],
-            # On destroy, remove the peering even if the API still sees producers using it;
-            # an abandoned peering would block deleting the VPC.
+            # Not relied on: the destroy order is (the instance depends on this connection and
+            # is deleted first). In the provider code read (google-beta 7.45) it deletes as any
+            # connection does; providers with magic-modules#18476 fall back to removing the
+            # peering when producers linger, which ABANDON would leave, blocking the VPC's delete.
             deletion_policy="REMOVE_PEERING",
             opts=child,
         )

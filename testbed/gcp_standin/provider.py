@@ -46,13 +46,19 @@ from pulumi.runtime import proto
 from pulumi.runtime._grpc_settings import _GRPC_CHANNEL_OPTIONS
 from pulumi.runtime.proto import provider_pb2_grpc
 
-from planning.resource_types import CLUSTER, GET_CLIENT_CONFIG, GET_PROJECT
+from planning.resource_types import (
+    CLUSTER,
+    GET_CLIENT_CONFIG,
+    GET_PROJECT,
+    LUSTRE,
+    PSA_CONNECTION,
+)
 from pulumi_offline import bridge_diff
 from pulumi_offline import gcp_types as types_model
 from pulumi_offline.cloud_outputs import plan_known
 from pulumi_offline.fake_cloud import FAKE_CA, FAKE_ENDPOINT, FakeCloud
 from pulumi_offline.fake_reservations import NotFoundError
-from testbed.gcp_standin import invokes, replace_facts
+from testbed.gcp_standin import invokes, producers, replace_facts
 
 VERSION = "10.2.0"
 """The pulumi-gcp release this stands in for (the SDK's pulumi-plugin.json)."""
@@ -285,6 +291,10 @@ class GcpStandIn(p.Provider):
             )
         resource_id, outputs = self._computed(token, name, request.properties)
         log(f"Create {token} {name!r} -> {resource_id}")
+        if token == LUSTRE:
+            producers.created(
+                resource_id, str(plain(request.properties.get("network", PropertyValue(""))))
+            )
         return p.CreateResponse(resource_id=resource_id, properties=outputs)
 
     async def update(self, request: p.UpdateRequest) -> p.UpdateResponse:
@@ -302,8 +312,20 @@ class GcpStandIn(p.Provider):
         return p.UpdateResponse(properties=outputs)
 
     async def delete(self, request: p.DeleteRequest) -> None:
-        """Nothing to delete: nothing was created."""
-        log(f"Delete {token_of(request.urn)} {name_of(request.urn)!r} ({request.resource_id})")
+        """Nothing to delete: nothing was created. A private services connection that a Lustre
+        instance still uses is refused, as Google refuses it (`producers`)."""
+        token = token_of(request.urn)
+        log(f"Delete {token} {name_of(request.urn)!r} ({request.resource_id})")
+        if token == LUSTRE:
+            producers.deleted(request.resource_id)
+        if token == PSA_CONNECTION:
+            network = str(plain(request.properties.get("network", PropertyValue(""))))
+            still = producers.users(network)
+            if still:
+                log(f"  refused: Lustre {', '.join(still)} still uses {network}")
+                raise RuntimeError(
+                    f"Error waiting for Delete Service Networking Connection: {producers.REFUSAL}"
+                )
 
     async def read(self, request: p.ReadRequest) -> p.ReadResponse:
         """The state it is given, unchanged (no GCP to ask), except a cluster's endpoint and CA,

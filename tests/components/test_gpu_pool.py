@@ -232,3 +232,10 @@ def test_gpu_pool_ignores_drift_on_fields_that_would_replace_it(b200: Result) ->
         "maxPodsPerNode",
     }
     assert pool.inputs["nodeConfig"]["ephemeralStorageLocalSsdConfig"]["localSsdCount"] == 32.0
+
+
+def test_a_pool_version_is_sent_only_when_named() -> None:
+    pool, _ = pool_inputs(gpu_args())
+    assert "version" not in pool  # the pool stays on the version it was created at
+    pool, _ = pool_inputs(gpu_args(version="1.36.2-gke.1000"))
+    assert pool["version"] == "1.36.2-gke.1000"

@@ -638,6 +638,88 @@ def test_a_system_pool_machine_change_waits_for_the_user_to_name_the_shape(
     assert {s.name for s in consented.steps if s.op in ("replace", "create-replacement")} == set()
 
 
+def test_a_move_to_a_full_reservation_stops_before_the_running_pool_is_deleted(
+    b200: str, tmp_path: Path
+) -> None:
+    """The GPU pool is replaced delete-first, and its nodes sit in the old reservation: a
+    target without room for the whole pool would leave no pool at all (GKE's 429). The program
+    reads the running pool (getCluster, described to the stand-in) and the target, and stops
+    the preview naming gpu.reservation and the safe order; with room the same move plans the
+    pool's replacement (the day-2 test above) and `up --skip-preview` of the full one changes
+    nothing."""
+    workspace = workspace_on_b200(tmp_path)
+    description = Path(workspace.extra_env["NEMO_RL_GKE_STANDIN_RESERVATIONS"])
+    described = json.loads(description.read_text())
+    current = "my-b200-reservation-placeholder"
+    for reservation in described["reservations"]:
+        if reservation["name"] in (current, "another-reservation"):
+            reservation["inUse"] = reservation[
+                "count"
+            ]  # the old one holds the pool; the new is full
+    described["clusters"] = [
+        {
+            "name": "nemo-rl-b200",
+            "location": "us-central1",
+            "pools": [
+                {"name": "gpu-b200", "nodes": 2, "zones": ["us-central1-b"], "reservation": current}
+            ],
+        }
+    ]
+    description.write_text(json.dumps(described))
+    before = resources_by_urn(b200)
+    configure(
+        workspace,
+        [("nemo-rl-gke:protect", "false"), ("nemo-rl-gke:gpu.reservation", "another-reservation")],
+    )
+    stopped = workspace.events("preview", "-s", "b200")
+    assert stopped.returncode != 0
+    text = stopped.text()
+    assert "nemo-rl-gke:gpu.reservation" in text
+    assert f"the pool's 2 nodes consume {current}" in text
+    assert "GKE deletes the pool before it creates the new one" in text
+    assert [s for s in stopped.steps if s.op != "same" and "Stack" not in s.type] == []
+    up = workspace.events("up", "-s", "b200", "--yes", "--skip-preview")
+    assert up.returncode != 0
+    assert resources_by_urn(b200) == before
+
+
+def test_a_gke_upgrade_moves_the_control_plane_then_the_pools_and_stops_on_an_unoffered_version(
+    b200: str, tmp_path: Path
+) -> None:
+    """GKE offers 1.35 and 1.36 (the stand-in answers getEngineVersions from the description):
+    a minor it does not offer stops the preview naming cluster.minVersion before anything is
+    planned; the three keys of an upgrade, moved together, update the cluster, the system pool
+    and the GPU pool in place, in that order, and replace nothing."""
+    workspace = workspace_on_b200(tmp_path)
+    description = Path(workspace.extra_env["NEMO_RL_GKE_STANDIN_RESERVATIONS"])
+    described = json.loads(description.read_text())
+    offered = ["1.36.2-gke.1000", "1.35.8-gke.1036000"]
+    described["engineVersions"] = {
+        "validMasterVersions": offered,
+        "validNodeVersions": offered,
+        "channelLatest": {"REGULAR": offered[0]},
+    }
+    description.write_text(json.dumps(described))
+    configure(workspace, [("nemo-rl-gke:cluster.minVersion", "1.37")])
+    stopped = workspace.events("preview", "-s", "b200")
+    assert stopped.returncode != 0
+    assert "nemo-rl-gke:cluster.minVersion: 1.37 is not offered by GKE here" in stopped.text()
+    assert [s for s in stopped.steps if s.op != "same" and "Stack" not in s.type] == []
+    configure(
+        workspace,
+        [
+            ("nemo-rl-gke:cluster.minVersion", "1.36"),
+            ("nemo-rl-gke:cluster.systemPool.version", offered[0]),
+            ("nemo-rl-gke:gpu.version", offered[0]),
+        ],
+    )
+    upgrade = workspace.events("preview", "-s", "b200")
+    assert upgrade.returncode == 0, upgrade.text()[-4000:]
+    moved = [s.name for s in upgrade.steps if s.op == "update" and s.type.startswith("gcp:")]
+    assert moved == ["gke-cluster", "system-pool", "gpu-pool"], moved
+    assert [s.name for s in upgrade.steps if "replace" in s.op] == []
+
+
 def test_a_changed_kubeconfig_replaces_no_kubernetes_object(b200: str, tmp_path: Path) -> None:
     """The cluster's endpoints change form (its IP endpoint localhost instead of 127.0.0.1,
     as after an IP rotation, and its DNS endpoint - the one the kubeconfig names - 127.0.0.1
@@ -900,13 +982,31 @@ def test_the_grpo_smoke_gates_the_rayjob(b200: str) -> None:
     assert items("jobs", "-n", "nemo-rl", "-l", "nemo-rl-gke/gate=grpo-smoke") == []
 
 
-def test_an_unchanged_up_runs_no_gate_again(b200: str) -> None:
+def test_an_unchanged_up_runs_no_gate_again_and_applies_only_the_reviewed_plan(
+    b200: str, tmp_path: Path
+) -> None:
+    """The deploy workflow's two commands on the real CLI: the preview saves its plan, `up
+    --plan` applies it (an unchanged stack: no gate runs again). A change made after the
+    review (the system pool's maximum) is refused by `up --plan` and changes nothing."""
     before = {
         j["metadata"]["uid"] for j in items("jobs", "-n", "nemo-rl", "-l", "nemo-rl-gke/gate")
     }
-    must(pulumi(b200, "up", "--yes"))
+    plan = tmp_path / "plan.json"
+    must(pulumi(b200, "preview", "--save-plan", str(plan)))
+    must(pulumi(b200, "up", "--yes", "--plan", str(plan)))
     after = {j["metadata"]["uid"] for j in items("jobs", "-n", "nemo-rl", "-l", "nemo-rl-gke/gate")}
     assert after == before
+    deployed = resources_by_urn(b200)
+    stack_file = PROJECT / "Pulumi.b200.yaml"
+    reviewed = stack_file.read_text()
+    try:
+        must(pulumi(b200, "config", "set", "--path", "nemo-rl-gke:cluster.systemPool.max", "4"))
+        unreviewed = pulumi(b200, "up", "--yes", "--plan", str(plan))
+    finally:
+        stack_file.write_text(reviewed)
+    assert unreviewed.returncode != 0
+    assert "plan" in (unreviewed.stdout + unreviewed.stderr), unreviewed.stdout[-3000:]
+    assert resources_by_urn(b200) == deployed
 
 
 # --- the job queue: the real Kueue controller, topology-aware scheduling -------------------------

@@ -422,3 +422,102 @@ def test_a_system_pool_machine_change_stops_unless_the_new_shape_is_named(
     with pytest.raises(SystemPoolRefused) as refused:
         preflight(stale, project_dir=REPO, previous_outputs={REPLACEMENT_EXPORT: exported})
     assert refused.value.key == "nemo-rl-gke:cluster.systemPool.machineType"
+
+
+def offer(tmp_path: Path, *versions: str, latest: str) -> Path:
+    """A description of the cloud: the b200 reservation, and GKE offering these versions."""
+    path = tmp_path / f"offer-{len(list(tmp_path.iterdir()))}.json"
+    reservation = {
+        "name": "my-b200-reservation-placeholder",
+        "zone": "us-central1-b",
+        "machineType": "a4-highgpu-8g",
+        "accelerators": [{"type": "nvidia-b200", "count": 8}],
+        "count": 2,
+    }
+    engine = {
+        "validMasterVersions": list(versions),
+        "validNodeVersions": list(versions),
+        "channelLatest": {"REGULAR": latest},
+    }
+    path.write_text(json.dumps({"reservations": [reservation], "engineVersions": engine}))
+    return path
+
+
+def test_an_upgrade_moves_the_control_plane_then_each_pool_and_refuses_an_unoffered_version(
+    tmp_path: Path,
+) -> None:
+    """GKE offers 1.35 and 1.36: raising cluster.minVersion updates the control plane and
+    says which pools stay behind; each pool moves when its key names an offered version; a
+    version GKE does not offer stops the preview naming its key."""
+    cloud = offer(tmp_path, "1.36.2-gke.1000", "1.35.8-gke.1036000", latest="1.36.2-gke.1000")
+    before = b200_with(tmp_path)
+    step1 = b200_with(tmp_path, **{"cluster.minVersion": "1.36"})
+
+    def previewed(stack: Path, previous: Path) -> tuple[int, str, str]:
+        return run_cli(
+            "--stack-file", str(stack), "--previous", str(previous),
+            "--reservations", str(cloud), "--quiet",
+        )  # fmt: skip
+
+    code, out, err = previewed(step1, before)
+    assert code == 0, out + err
+    assert "gcp:container:Cluster gke-cluster: minMasterVersion" in out
+    assert "NodePool" not in out
+    assert "Note: the system pool stays on the version it was created at until" in out
+    assert "Note: the gpu pool stays on" in out
+
+    step2 = b200_with(
+        tmp_path,
+        **{"cluster.minVersion": "1.36", "cluster.systemPool.version": "1.36.2-gke.1000"},
+    )
+    code, out, err = previewed(step2, step1)
+    assert code == 0, out + err
+    (system,) = [x for x in out.splitlines() if "NodePool system-pool" in x]
+    assert "version" in system
+    assert "NodePool gpu-pool" not in out
+
+    step3 = b200_with(
+        tmp_path,
+        **{
+            "cluster.minVersion": "1.36",
+            "cluster.systemPool.version": "1.36.2-gke.1000",
+            "gpu.version": "1.36.2-gke.1000",
+        },
+    )
+    code, out, err = previewed(step3, step2)
+    assert code == 0, out + err
+    (gpu,) = [x for x in out.splitlines() if "NodePool gpu-pool" in x]
+    assert "version" in gpu
+    assert "recreates every GPU node" in out
+
+    too_new = b200_with(tmp_path, **{"cluster.minVersion": "1.37"})
+    code, _, err = previewed(too_new, before)
+    assert code == 2
+    assert (
+        "preflight: invalid stack config: nemo-rl-gke:cluster.minVersion: 1.37 is not offered"
+        in err
+    )
+    unoffered = b200_with(
+        tmp_path,
+        **{"cluster.minVersion": "1.36", "cluster.systemPool.version": "1.36.1-gke.5"},
+    )
+    code, _, err = previewed(unoffered, step1)
+    assert code == 2
+    assert "nemo-rl-gke:cluster.systemPool.version: 1.36.1-gke.5 is not a node version" in err
+    assert "set cluster.systemPool.version to 1.36.2-gke.1000" in err
+
+
+def test_a_running_cluster_on_a_minor_gke_dropped_still_updates(tmp_path: Path) -> None:
+    """Only what changes is judged: a stack whose 1.35 left the channel keeps updating other
+    keys; a first deploy at 1.35 is refused."""
+    cloud = offer(tmp_path, "1.36.2-gke.1000", latest="1.36.2-gke.1000")
+    before = b200_with(tmp_path)
+    other = b200_with(tmp_path, **{"gpu.nodes": 1})
+    code, out, err = run_cli(
+        "--stack-file", str(other), "--previous", str(before), "--reservations", str(cloud),
+        "--quiet",
+    )  # fmt: skip
+    assert code == 0, out + err
+    code, _, err = run_cli("--stack-file", str(before), "--reservations", str(cloud), "--quiet")
+    assert code == 2
+    assert "nemo-rl-gke:cluster.minVersion: 1.35 is not offered by GKE here any more" in err

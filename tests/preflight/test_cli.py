@@ -38,6 +38,7 @@ def test_dev_passes_and_writes_json(tmp_path: Path) -> None:
         "policies",
         "violations",
         "summary",
+        "orgPolicies",
     }
     assert data["stack"] == "dev"
     assert data["project"] == "nemo-rl-gke"

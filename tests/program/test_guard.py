@@ -79,3 +79,36 @@ def test_the_guard_s_invoke_goes_through_the_retries(monkeypatch: pytest.MonkeyP
     assert guard.previous_outputs("b200") == {"replacementConfig": {"zone": "us-central1-b"}}
     assert asked == [(READ_STACK_OUTPUTS, {"name": "organization/nemo-rl-gke/b200"})] * 2
     assert len(calls) == 2
+
+
+def test_gke_versions_are_read_only_when_one_changes_and_judged_then() -> None:
+    from planning.cluster import EngineVersions
+
+    offered = EngineVersions(
+        ["1.36.2-gke.1000"], ["1.36.2-gke.1000"], {"REGULAR": "1.36.2-gke.1000"}
+    )
+    calls: list[int] = []
+
+    def read() -> EngineVersions:
+        calls.append(1)
+        return offered
+
+    deployed = {
+        "cluster.releaseChannel": "REGULAR",
+        "cluster.minVersion": "1.35",
+        "cluster.systemPool.version": None,
+        "gpu.version": None,
+    }
+    assert guard.check_versions(deployed, dict(deployed), read) == []
+    assert calls == []  # nothing changed: GKE is not asked, a dropped 1.35 keeps running
+    with pytest.raises(guard.VersionRefused) as refused:
+        guard.check_versions(None, dict(deployed), read)  # a first deploy at 1.35
+    assert refused.value.key == "nemo-rl-gke:cluster.minVersion"
+    notes = guard.check_versions(deployed, {**deployed, "cluster.minVersion": "1.36"}, read)
+    assert len(notes) == 2
+    assert calls == [1, 1]
+    # GKE's API still off (a fresh project): nothing to judge, the first up goes on.
+    assert guard.check_versions(None, dict(deployed), lambda: None) == []
+    # A stack deployed by an older program (no version values yet) is not a first deploy.
+    older = {"zone": "us-central1-b"}
+    assert guard.check_versions(older, dict(deployed), read) == []

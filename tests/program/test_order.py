@@ -152,3 +152,14 @@ def test_the_apis_enabled_are_the_ones_the_plan_calls(stack: str) -> None:
             # destroying one stack never turns an API off under another stack
             assert record.inputs["disableOnDestroy"] is False
             assert record.inputs["project"] == stack_data(stack)["config"]["gcp:project"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_an_upgrade_moves_the_gpu_pool_after_the_system_pool(stack: str) -> None:
+    """Both pools wait for the cluster (control plane first), and the GPU pool for the system
+    pool, so one update that moves all three moves the GPU nodes last."""
+    result = committed(stack)
+    waits = closure(result)
+    cluster, system_pool = named(result, "gke-cluster").urn, named(result, "system-pool").urn
+    assert cluster in waits[system_pool]
+    assert {cluster, system_pool} <= waits[named(result, "gpu-pool").urn]

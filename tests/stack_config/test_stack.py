@@ -605,3 +605,27 @@ def test_a_pool_kept_at_110_pods_is_checked_at_110() -> None:
     assert err.key == "nemo-rl-gke:network.podsCidr"
     assert "1000 GPU nodes x 256 (gpu.maxPodsPerNode 110)" in err.problem
     assert "use a /14 or larger" in err.fix
+
+
+def test_a_pool_version_must_be_full_and_not_ahead_of_the_control_plane() -> None:
+    err = error_for(values(gpu={**BASE["nemo-rl-gke:gpu"], "version": "1.35"}))
+    assert err.key == "nemo-rl-gke:gpu.version"
+    err = error_for(values(cluster={"systemPool": {"version": "1.36.2-gke.1000"}}))
+    assert err.key == "nemo-rl-gke:cluster.systemPool.version"
+    assert "raise cluster.minVersion to 1.36 first" in err.fix
+    err = error_for(
+        values(
+            cluster={"minVersion": "1.36", "systemPool": {"version": "1.35.8-gke.1036000"}},
+            gpu={**BASE["nemo-rl-gke:gpu"], "version": "1.36.2-gke.1000"},
+        )
+    )
+    assert err.key == "nemo-rl-gke:gpu.version"
+    assert "the GPU pool moves last" in err.problem
+    cfg = load_stack_config(
+        values(
+            cluster={"minVersion": "1.36", "systemPool": {"version": "1.36.2-gke.1000"}},
+            gpu={**BASE["nemo-rl-gke:gpu"], "version": "1.36.2-gke.1000"},
+        ),
+        "b200",
+    )
+    assert cfg.gpu.version == cfg.cluster.system_pool.version == "1.36.2-gke.1000"

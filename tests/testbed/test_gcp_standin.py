@@ -28,6 +28,7 @@ from planning.resource_types import (
     LUSTRE,
     NETWORK,
     NODE_POOL,
+    PSA_CONNECTION,
     SUBNETWORK,
 )
 from pulumi_offline import gcp_types as types_model
@@ -529,3 +530,34 @@ def test_the_default_description_holds_each_committed_stack_s_reservation(stack:
     assert described.project == config["gcp:project"]
     assert described.count == sizes["gpu-reservation-size"]["reservations"][gpu["reservation"]]
     assert described.count >= gpu["nodes"]
+
+
+def test_a_connection_a_lustre_instance_still_uses_is_not_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Google refuses it ("Producer services ... are still using this connection"): the
+    stand-in remembers its Lustre instances across processes and refuses the same way, so the
+    engine tests prove the destroy order (the instance first), whatever REMOVE_PEERING does."""
+    from testbed.gcp_standin import producers
+
+    monkeypatch.setenv("NEMO_RL_GKE_STANDIN_CLOUD", str(tmp_path))
+    network = "projects/p/global/networks/n"
+    standin = GcpStandIn()
+    created = asyncio.run(
+        standin.create(
+            p.CreateRequest(urn(LUSTRE, "lustre"), props({"network": network}), 60, False)
+        )
+    )
+    connection = p.DeleteRequest(
+        urn(PSA_CONNECTION, "psa"), "n:servicenetworking", props({"network": network}), 60
+    )
+    with pytest.raises(RuntimeError, match="still using this connection"):
+        asyncio.run(GcpStandIn().delete(connection))
+    assert producers.users(network) == [created.resource_id]
+    asyncio.run(
+        GcpStandIn().delete(
+            p.DeleteRequest(urn(LUSTRE, "lustre"), str(created.resource_id), {}, 60)
+        )
+    )
+    asyncio.run(GcpStandIn().delete(connection))
+    assert producers.users(network) == []

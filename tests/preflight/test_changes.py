@@ -9,8 +9,10 @@ tests (tests/engine/test_local_cluster.py) check the same plans under the real e
 
 from __future__ import annotations
 
+import atexit
 import io
 import json
+import shutil
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -61,6 +63,8 @@ def committed_b200(protect: bool = True) -> Result:
     if protect:
         return preflight(REPO / "Pulumi.b200.yaml", known=True)
     folder = Path(tempfile.mkdtemp(prefix="b200-open-"))
+    # Cached for the session, so removed when the worker exits rather than per test.
+    atexit.register(shutil.rmtree, folder, True)
     return preflight(b200_with(folder, protect=False), project_dir=REPO, known=True)
 
 

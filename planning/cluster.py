@@ -9,8 +9,9 @@ with it. Such a change goes ahead only when the stack names the new shape it con
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+
+from planning.versions import parse_gke_version
 
 NODE_RECREATING_FIELDS = ("machineType", "diskSizeGb", "diskType", "imageType")
 """nodeConfig fields pulumi-gcp updates in place (google-beta node_config.go's update path)
@@ -75,8 +76,8 @@ class EngineVersions:
 
 def minor_of(version: str) -> tuple[int, int]:
     """`1.35.8-gke.1036000` or `1.35` -> (1, 35)."""
-    major, minor = version.split(".")[:2]
-    return int(major), int(minor.split("-")[0])
+    major, minor, *_ = parse_gke_version(version)
+    return major, minor
 
 
 def matches(version: str, prefix: str) -> bool:
@@ -141,19 +142,15 @@ def version_fix(key: str, channel: str, offered: EngineVersions, control_plane: 
     """What to set instead: a version GKE offers, then the order of an upgrade."""
     if key == "cluster.minVersion":
         newest = offered.channel_latest.get(channel) or max(
-            offered.valid_master, key=_sortable, default=""
+            offered.valid_master, key=parse_gke_version, default=""
         )
         target = ".".join(map(str, minor_of(newest))) if newest else "a minor GKE offers"
         return (
             f"set cluster.minVersion to {target} (the {channel} channel's newest); {UPGRADE_STEPS}"
         )
     same = [v for v in offered.valid_node if minor_of(v) <= minor_of(control_plane)]
-    newest = max(same, key=_sortable, default="")
+    newest = max(same, key=parse_gke_version, default="")
     return f"set {key} to {newest or 'a node version GKE offers'}; {UPGRADE_STEPS}"
-
-
-def _sortable(version: str) -> tuple[int, ...]:
-    return tuple(int(n) for n in re.findall(r"\d+", version))
 
 
 def version_problems(

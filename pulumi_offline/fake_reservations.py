@@ -33,7 +33,6 @@ proves only that the program reads and judges the answer.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -47,7 +46,7 @@ from planning.resource_types import (
     GET_RESERVATION_BLOCK,
     GET_RESERVATION_SUB_BLOCK,
 )
-from planning.versions import VERSIONS
+from planning.versions import VERSIONS, parse_gke_version
 from pulumi_offline.gcp_types import result_type
 from pulumi_offline.sdk_results import complete
 
@@ -336,8 +335,16 @@ def _engine_versions(
     """GKE's server config as getEngineVersions returns it (newest first, as GKE lists them;
     `versionPrefix` filters the valid versions, as the provider does)."""
     prefix = str(args.get("versionPrefix") or "")
-    master = sorted((v for v in versions.valid_master if v.startswith(prefix)), key=_order)
-    node = sorted((v for v in versions.valid_node if v.startswith(prefix)), key=_order)
+    master = sorted(
+        (v for v in versions.valid_master if v.startswith(prefix)),
+        key=parse_gke_version,
+        reverse=True,
+    )
+    node = sorted(
+        (v for v in versions.valid_node if v.startswith(prefix)),
+        key=parse_gke_version,
+        reverse=True,
+    )
     location = str(args.get("location") or "")
     return complete(
         result_type(GET_ENGINE_VERSIONS),
@@ -356,10 +363,6 @@ def _engine_versions(
             "releaseChannelUpgradeTargetVersion": dict(versions.channel_latest),
         },
     )
-
-
-def _order(version: str) -> tuple[int, ...]:
-    return tuple(-int(n) for n in re.findall(r"\d+", version))
 
 
 def _affinity(pool: PoolNodes) -> dict[str, Any]:

@@ -57,6 +57,16 @@ def b200_with(tmp_path: Path, **changes_: Any) -> Path:
     return write_stack(folder, "b200", config)
 
 
+B200_RESERVATION = {
+    "name": "my-b200-reservation-placeholder",
+    "zone": "us-central1-b",
+    "machineType": "a4-highgpu-8g",
+    "accelerators": [{"type": "nvidia-b200", "count": 8}],
+    "count": 2,
+}
+"""A description of the committed b200 stack's reservation, exactly the pool's size."""
+
+
 @cache
 def committed_b200(protect: bool = True) -> Result:
     """The committed b200 stack (protected, or with protect off), every value known."""
@@ -348,13 +358,7 @@ def test_the_program_lets_a_zone_change_through_once_the_gpu_pool_is_gone(
     exported = dict(committed_b200(protect=False).run.exports[REPLACEMENT_EXPORT].value)
     assert exported["gpu.rdmaNetworks"] is True
     moved = b200_with(tmp_path, protect=False, zone="us-central1-c")
-    reservation = {
-        "name": "my-b200-reservation-placeholder",
-        "zone": "us-central1-c",
-        "machineType": "a4-highgpu-8g",
-        "accelerators": [{"type": "nvidia-b200", "count": 8}],
-        "count": 2,
-    }
+    reservation = {**B200_RESERVATION, "zone": "us-central1-c"}
     cluster = {"name": "nemo-rl-b200", "location": "us-central1"}
     running = {"nodes": 2, "zones": ["us-central1-b"], "name": "gpu-b200"}
 
@@ -431,13 +435,7 @@ def test_a_system_pool_machine_change_stops_unless_the_new_shape_is_named(
 def offer(tmp_path: Path, *versions: str, latest: str) -> Path:
     """A description of the cloud: the b200 reservation, and GKE offering these versions."""
     path = tmp_path / f"offer-{len(list(tmp_path.iterdir()))}.json"
-    reservation = {
-        "name": "my-b200-reservation-placeholder",
-        "zone": "us-central1-b",
-        "machineType": "a4-highgpu-8g",
-        "accelerators": [{"type": "nvidia-b200", "count": 8}],
-        "count": 2,
-    }
+    reservation = B200_RESERVATION
     engine = {
         "validMasterVersions": list(versions),
         "validNodeVersions": list(versions),

@@ -1320,17 +1320,20 @@ def test_the_readme_teardown_leaves_no_kubernetes_object_and_no_state(b200: str)
 
 
 def test_dev_runs_its_grpo_job_on_its_own_cluster_and_a_plain_destroy_leaves_no_object(
-    cluster: None,
+    cluster: None, tmp_path: Path
 ) -> None:
-    """dev's GRPO run brings its own Ray cluster, which real Ray runs; dev is unprotected: a
-    plain `pulumi destroy` goes through, and its Kubernetes objects leave the API server (its GCP
-    resources are the stand-in's, which deletes nothing real)."""
+    """dev's GRPO run brings its own Ray cluster, which real Ray runs; a GKE upgrade applied to
+    the running stack moves the control plane, then the system pool, then the GPU pool; dev is
+    unprotected: a plain `pulumi destroy` goes through, and its Kubernetes objects leave the API
+    server (its GCP resources are the stand-in's, which deletes nothing real)."""
     up = make("engine-up", "STACK=dev")
     assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
     (pv,) = items("pv")
     assert pv["spec"]["csi"]["driver"] == "gcsfuse.csi.storage.gke.io"
     assert pv["status"]["phase"] == "Bound"
-    # Autoscaling from zero: no worker until a job asks for one.
+    # Autoscaling from zero: no worker until a job asks for one (the operator, installed by
+    # this same `up`, creates the head once it runs).
+    wait_until("dev's Ray head", lambda: bool(ray_pods()))
     assert [p["metadata"]["labels"]["ray.io/node-type"] for p in ray_pods()] == ["head"]
 
     # The run brings its own cluster of exactly its workers (the pool scales from zero); Ray
@@ -1354,6 +1357,8 @@ def test_dev_runs_its_grpo_job_on_its_own_cluster_and_a_plain_destroy_leaves_no_
         assert worker["rdma_node"] is False
         assert "NCCL_NET" not in worker["nccl"]  # no gIB on L4
 
+    apply_an_upgrade_to_dev(env, tmp_path)
+
     down = must(make("engine-down", "STACK=dev"))
     assert "pulumi config set nemo-rl-gke:protect false" not in down.stdout  # plain destroy
     wait_until(
@@ -1363,6 +1368,53 @@ def test_dev_runs_its_grpo_job_on_its_own_cluster_and_a_plain_destroy_leaves_no_
             and not items("pv")
         ),
     )
+
+
+def apply_an_upgrade_to_dev(env: dict[str, str], tmp_path: Path) -> None:
+    """`up` of the three keys of an upgrade on the running dev stack (GKE offers 1.36, as the
+    stand-in's description says): the engine finishes the control plane before it touches the
+    system pool, and the system pool before the GPU pool; each ends on the version asked."""
+    offered = ["1.36.2-gke.1000", "1.35.8-gke.1036000"]
+    described = json.loads(DEFAULT_FIXTURES.read_text())
+    described["engineVersions"] = {
+        "validMasterVersions": offered,
+        "validNodeVersions": offered,
+        "channelLatest": {"REGULAR": offered[0]},
+    }
+    description = tmp_path / "reservations.json"
+    description.write_text(json.dumps(described))
+    env = {
+        **env,
+        "NEMO_RL_GKE_STANDIN_RESERVATIONS": str(description),
+        "PULUMI_DEBUG_COMMANDS": "true",  # --event-log is a debug flag of the CLI
+    }
+    for key, value in (
+        ("cluster.minVersion", "1.36"),
+        ("cluster.systemPool.version", offered[0]),
+        ("gpu.version", offered[0]),
+    ):
+        must(pulumi("dev", "config", "set", "--path", f"nemo-rl-gke:{key}", value, env=env))
+    log = tmp_path / "upgrade.jsonl"
+    must(pulumi("dev", "up", "--yes", "--event-log", str(log), env=env))
+    order: list[tuple[str, str]] = []
+    for line in log.read_text().splitlines():
+        event = json.loads(line) if line.strip() else {}
+        for kind in ("resourcePreEvent", "resOutputsEvent"):
+            if kind in event and event[kind]["metadata"]["op"] == "update":
+                order.append((kind, event[kind]["metadata"]["urn"].rsplit("::", 1)[-1]))
+    updated = [name for kind, name in order if kind == "resourcePreEvent"]
+    assert {"gke-cluster", "system-pool", "gpu-pool"} <= set(updated), order
+    assert order.index(("resOutputsEvent", "gke-cluster")) < order.index(
+        ("resourcePreEvent", "system-pool")
+    ), order
+    assert order.index(("resOutputsEvent", "system-pool")) < order.index(
+        ("resourcePreEvent", "gpu-pool")
+    ), order
+    by_name = {r["urn"].rsplit("::", 1)[-1]: r for r in state("dev")}
+    assert by_name["gke-cluster"]["inputs"]["minMasterVersion"] == "1.36"
+    assert by_name["system-pool"]["inputs"]["version"] == offered[0]
+    assert by_name["gpu-pool"]["inputs"]["version"] == offered[0]
+    must(pulumi("dev", "preview", "--expect-no-changes", env=env))
 
 
 def test_flex_start_admits_a_run_once_queued_provisioning_has_its_nodes(

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from planning.catalog import GpuProfile
+from planning.grpo_sizes import DATASET_TRAIN_ROWS, RECIPES, RecipeShape, epochs_for
 
 NEMO_RL_DIR = "/opt/nemo-rl"
 """WORKDIR of the NeMo RL image (NVIDIA-NeMo/RL:docker/Dockerfile)."""
@@ -108,6 +109,10 @@ def grpo_script(image: str) -> str:
     )
 
 
+DATASET = "gsm8k"
+"""The dataset every run trains on (`data.train.dataset_name`)."""
+
+
 def gsm8k_overrides(image: str) -> list[str]:
     """Dataset overrides that train and validate on GSM8K in the image's config schema.
 
@@ -117,7 +122,7 @@ def gsm8k_overrides(image: str) -> list[str]:
     """
     if _version(image_tag(image)) >= (0, 6, 0):
         return [
-            "data.train.dataset_name=gsm8k",
+            f"data.train.dataset_name={DATASET}",
             "data.validation={dataset_name:gsm8k,split:test}",
         ]
     # v0.5.0 (Google's sample, tutorial-facts §12.1): a response dataset from the HF Hub.
@@ -229,6 +234,18 @@ class GrpoRun:
         """GPUs the run asks for: NeMo RL checks the cluster has this many before it starts."""
         return self.nodes * self.gpus_per_node
 
+    @property
+    def shape(self) -> RecipeShape | None:
+        """The sizes of the run's recipe, when it is one this project knows."""
+        return RECIPES.get(self.config)
+
+    @property
+    def epochs(self) -> int | None:
+        """`grpo.max_num_epochs` that lets the run reach its steps (GSM8K's training rows over
+        the recipe's prompts a step); None for a recipe of unknown sizes."""
+        shape = self.shape
+        return epochs_for(shape, DATASET_TRAIN_ROWS[DATASET], self.steps) if shape else None
+
 
 def grpo_overrides(run: GrpoRun) -> list[str]:
     """The Hydra overrides the job passes to `run_grpo.py` (NeMo RL parses them in struct mode,
@@ -238,6 +255,9 @@ def grpo_overrides(run: GrpoRun) -> list[str]:
         f"cluster.num_nodes={run.nodes}",
         f"cluster.gpus_per_node={run.gpus_per_node}",
         f"grpo.max_num_steps={run.steps}",
+        # The recipes stop after one epoch (116 steps on GSM8K at 64 prompts) whatever the
+        # step count says: ask for the epochs the steps need.
+        *([f"grpo.max_num_epochs={run.epochs}"] if run.epochs is not None else []),
         *(
             ["checkpointing.enabled=true", f"checkpointing.checkpoint_dir={run.checkpoint_dir}"]
             if run.checkpoints
@@ -269,6 +289,23 @@ def fail_fast(steps: Sequence[str]) -> str:
     )
 
 
+POD_INTERFACE = "eth0"
+"""The pod network's interface in every Ray pod (the GPU NICs of the multi-network path are
+eth1-eth9)."""
+
+
+def socket_interface_steps() -> list[str]:
+    """NCCL's bootstrap and Gloo's collectives on the pod network, as Google's NeMo RL sample
+    sets them on A4 workers: left unset NCCL picks among all interfaces but `lo` and `docker*`
+    and Gloo takes the hostname's address, either of which can be an RDMA or gVNIC NIC that
+    the other pod cannot reach that way. Set after Google's script, so the platform's choice
+    wins over whatever the script sets."""
+    return [
+        f"export NCCL_SOCKET_IFNAME={POD_INTERFACE}",
+        f"export GLOO_SOCKET_IFNAME={POD_INTERFACE}",
+    ]
+
+
 def gib_setup_steps(tuner_config: str) -> list[str]:
     """What gives a process Google's gIB environment, as Google's NeMo RL sample does before
     `ray start`: the image's LD_LIBRARY_PATH is kept (the gIB and driver libraries go in front
@@ -284,12 +321,17 @@ def gib_setup_steps(tuner_config: str) -> list[str]:
         f"source {GIB_ENV_SCRIPT}",
         "export NCCL_IB_GID_INDEX=3",
         f"export NCCL_TUNER_CONFIG_PATH={GIB_DIR}/configs/{tuner_config}",
+        *socket_interface_steps(),
     ]
 
 
 def gpu_setup_steps() -> list[str]:
-    """Driver libraries in front of the image's LD_LIBRARY_PATH (GPUs without RDMA)."""
-    return [f"export LD_LIBRARY_PATH={NVIDIA_DIR}/lib64${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"]
+    """Driver libraries in front of the image's LD_LIBRARY_PATH, sockets on the pod network
+    (GPUs without RDMA)."""
+    return [
+        f"export LD_LIBRARY_PATH={NVIDIA_DIR}/lib64${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}",
+        *socket_interface_steps(),
+    ]
 
 
 def gib_shell_setup(tuner_config: str) -> str:
@@ -353,20 +395,29 @@ Ray's GPU-id lookup (SOURCE.md, reproduced with Ray 2.55.1)."""
 TOKENS_DIR = "/var/run/secrets/nemo-rl-gke"
 """Where the Ray pods mount the token Secret as files (optional: the Secret may not exist)."""
 TOKEN_ENV = ("HF_TOKEN", "WANDB_API_KEY")
-"""The tokens NeMo RL's run reads from its environment (keys of the token Secret)."""
+"""The stack's tokens, by the names their libraries give them (keys of the token Secret)."""
+WANDB_NETRC = "wandb-netrc"
+"""Key of the token Secret holding the W&B key as a netrc entry (wandb reads the file NETRC
+names when WANDB_API_KEY is unset)."""
 
 
-def token_refresh() -> str:
-    """The driver takes the tokens from the Secret's files, not from its pod's environment: a
-    pod's environment is fixed when it starts, so a token set after the RayCluster exists (say
-    `hfToken`, when the job is switched on later) would never reach a job, while Secret files
-    follow the Secret. NeMo RL forwards the driver's environment to every worker. The values
-    never appear in the script, the RayJob or a log."""
-    names = " ".join(TOKEN_ENV)
-    return (
-        f'for key in {names}; do if [ -s "{TOKENS_DIR}/$key" ]; then'
-        f' export "$key=$(cat "{TOKENS_DIR}/$key")"; fi; done'
-    )
+def wandb_netrc(api_key: str) -> str:
+    """The netrc entry wandb reads for api.wandb.ai (`wandb/sdk/lib/wbnetrc`)."""
+    return f"machine api.wandb.ai\n  login user\n  password {api_key}\n"
+
+
+def token_files() -> list[str]:
+    """The driver names the Secret's files, never their values: NeMo RL copies the driver's
+    whole environment into every actor's runtime env, which Ray's State API serves
+    (`/api/v0/actors?detail=1`), so a token in the environment is readable by whoever reaches
+    the dashboard. huggingface_hub reads its token from HF_TOKEN_PATH, wandb its key from the
+    netrc file NETRC names. Files of a mounted Secret also follow the Secret in running pods
+    (a token set after the RayCluster started reaches the next job)."""
+    return [
+        f"unset {' '.join(TOKEN_ENV)}",
+        f"export HF_TOKEN_PATH={TOKENS_DIR}/HF_TOKEN",
+        f"export NETRC={TOKENS_DIR}/{WANDB_NETRC}",
+    ]
 
 
 TOKEN_WAIT_SECONDS = 180
@@ -390,11 +441,20 @@ def token_wait(run: GrpoRun) -> list[str]:
     """One step per token the run needs: wait up to TOKEN_WAIT_SECONDS for its file, then fail
     naming it."""
     tries = TOKEN_WAIT_SECONDS // 2
+    files = {"HF_TOKEN": "HF_TOKEN", "WANDB_API_KEY": WANDB_NETRC}
     return [
-        f'for _ in {{1..{tries}}}; do [ -s "{TOKENS_DIR}/{key}" ] && break; sleep 2; done;'
-        f' [ -s "{TOKENS_DIR}/{key}" ]'
+        f'for _ in {{1..{tries}}}; do [ -s "{TOKENS_DIR}/{files[key]}" ] && break; sleep 2;'
+        f' done; [ -s "{TOKENS_DIR}/{files[key]}" ]'
         for key in tokens_needed(run)
     ]
+
+
+HUB_DATASET = "openai/gsm8k"
+"""The Hub repository of the run's dataset (NeMo RL's `gsm8k` loads it, config `main`)."""
+OFFLINE_ENV = ("HF_HUB_OFFLINE=1", "HF_DATASETS_OFFLINE=1")
+"""After the downloads, nothing of the run calls the Hub: huggingface_hub and datasets read
+these once, at import, so they are set before NeMo RL's Python starts, and NeMo RL forwards
+them to every worker with the rest of the driver's environment."""
 
 
 def model_download(model: str) -> str:
@@ -402,25 +462,34 @@ def model_download(model: str) -> str:
     otherwise every training and generation worker (16 on two B200 nodes) asks the Hub for the
     same files at once. `hf` is huggingface_hub's CLI, in the image's venv (NeMo RL v0.7.0's
     uv.lock pins huggingface-hub 1.14.0, which ships `hf`; `huggingface-cli` is gone since 1.0);
-    it reads HF_HOME and HF_TOKEN from the pod. Meta's repositories carry a second copy of the
-    weights under original/ that transformers never reads."""
+    it reads HF_HOME from the pod and its token from HF_TOKEN_PATH. Meta's repositories carry
+    a second copy of the weights under original/ that transformers never reads."""
     return f"uv run hf download {shlex.quote(model)} --exclude 'original/*'"
 
 
+def dataset_download() -> str:
+    """Put GSM8K into the same cache beside the model, so the driver's `load_dataset` finds it
+    offline."""
+    return f"uv run hf download {HUB_DATASET} --repo-type dataset"
+
+
 def grpo_script_text(run: GrpoRun) -> str:
-    """The shell script of the job's driver: a clean environment, the node's GPU setup, the
-    model in the shared cache, then NeMo RL's GRPO example."""
+    """The shell script of the job's driver: a clean environment, the tokens as files, the
+    node's GPU setup, the model and the dataset in the shared cache, then NeMo RL's GRPO example
+    with the Hub off."""
     setup = gib_setup_steps(run.tuner_config) if run.rdma else gpu_setup_steps()
     args = " ".join(shlex.quote(o) for o in grpo_overrides(run))
     steps = fail_fast(
         [
             f"unset {' '.join(DRIVER_CLEAN_ENV)}",
             *token_wait(run),
-            token_refresh(),
+            *token_files(),
             *setup,
             f"mkdir -p {shlex.quote(run.log_dir)}",
             f"cd {NEMO_RL_DIR}",
             model_download(run.model),
+            dataset_download(),
+            f"export {' '.join(OFFLINE_ENV)}",
         ]
     )
     config = shlex.quote(run.config)

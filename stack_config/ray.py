@@ -8,6 +8,7 @@ from typing import Annotated, Final, Literal, Self
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
+from planning.grpo_sizes import describe_shapes, divides_batch, shapes_that_fit
 from planning.ray import IMAGE_CUDA, RUN_ID_LENGTH, GrpoRun, image_tag
 from planning.versions import VERSIONS
 from stack_config.base import ConfigModel
@@ -49,7 +50,12 @@ class JobConfig(ConfigModel):
         None,
         description="Hugging Face model id (default from the GPU catalog).",
     )
-    steps: int = Field(10, ge=1, le=1_000_000, description="grpo.max_num_steps.")
+    steps: int = Field(
+        10,
+        ge=1,
+        le=1_000_000,
+        description="grpo.max_num_steps (the run asks for the epochs they need).",
+    )
     nodes: int | None = Field(
         None,
         ge=1,
@@ -198,6 +204,32 @@ def job_fits_pool_problems(ray: RayConfig, gpu: GpuConfig) -> Iterator[ConfigPro
             f"{row.machine_type} has {row.gpus_per_node} GPUs, not {job.gpus_per_node}",
             f"set ray.job.gpusPerNode to at most {row.gpus_per_node}",
         )
+
+
+def batch_problems(ray: RayConfig, gpu: GpuConfig) -> Iterator[ConfigProblem]:
+    """The job's GPUs split the recipe's batches evenly: NeMo RL asserts it only after vLLM's
+    start-up and a whole rollout. Checked for the recipes whose sizes are known (RECIPES)."""
+    job = ray.job
+    run = grpo_run(ray, gpu)
+    shape = run.shape
+    if not job.enabled or shape is None or divides_batch(shape, run.nodes, run.gpus_per_node):
+        return
+    if job.gpus_per_node is not None and job.gpus_per_node != gpu.profile.gpus_per_node:
+        key: tuple[str, ...] = ("ray", "job", "gpusPerNode")
+    elif job.nodes is not None:
+        key = ("ray", "job", "nodes")
+    else:
+        key = ("gpu", "autoscaling", "max") if gpu.autoscaling is not None else ("gpu", "nodes")
+    fits = shapes_that_fit(shape, gpu.max_nodes, gpu.profile.gpus_per_node)
+    instead = f"run on {describe_shapes(fits)}" if fits else "use a pool of 1, 2 or 4 nodes"
+    yield ConfigProblem(
+        key,
+        f"{run.nodes} nodes x {run.gpus_per_node} GPUs is a data-parallel size of"
+        f" {run.nodes * run.gpus_per_node // shape.model_parallel}, which does not divide"
+        f" {run.config}'s batch of {shape.train_global_batch_size} (and"
+        f" {shape.samples_per_step} samples a step); NeMo RL stops on it after the first rollout",
+        f"{instead} (set ray.job.nodes / ray.job.gpusPerNode)",
+    )
 
 
 def image_driver_problems(gpu: GpuConfig) -> Iterator[ConfigProblem]:

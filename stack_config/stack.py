@@ -171,6 +171,7 @@ class StackConfig(ConfigModel):
         yield from pool_version_problems(self.cluster, self.gpu.version)
         yield from shared_storage_problems(self.lustre, self.bucket)
         yield from ray_job.job_fits_pool_problems(self.ray, self.gpu)
+        yield from ray_job.batch_problems(self.ray, self.gpu)
         yield from gates.smoke_problems(self.verify, self.gpu)
         yield from gates.threshold_problems(self.verify, self.gpu, self.lustre.enabled)
         yield from queue_problems(self.kueue, self.gpu, self.cluster.system_pool.machine_type)

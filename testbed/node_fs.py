@@ -140,8 +140,9 @@ class NodeFolders:
 
 
 GIB_ENV = """# set_nccl_env.sh: test bed stand-in for the script of Google's gIB installer.
-# It sets what the real one sets (the plugin library and NCCL's gIB settings, per Google's verl
-# sample); like the real one it does not set NCCL_NET.
+# It sets what Google documents the real one sets (the plugin library and NCCL's gIB settings,
+# per the tutorial and Google's verl sample) and nothing else: no NCCL_NET, and no socket
+# interface, so the interface a worker reports is the platform's own choice.
 echo "set_nccl_env.sh (test bed stand-in)" >&2
 export NCCL_NET_PLUGIN={gib}/lib64/libnccl-net_internal.so
 export NCCL_CROSS_NIC=0
@@ -150,7 +151,6 @@ export NCCL_IB_ADAPTIVE_ROUTING=1
 export NCCL_IB_QPS_PER_CONNECTION=4
 export NCCL_IB_TC=52
 export NCCL_IB_FIFO_TC=84
-export GLOO_SOCKET_IFNAME=eth0
 """
 
 NVIDIA_SMI = """#!/bin/sh
@@ -201,29 +201,47 @@ os.execv(command, [command, *args[1:]])
 """
 
 HF = """#!{python}
-# hf: test bed stand-in for huggingface_hub's CLI (no Hub here). `hf download REPO` lays out the
-# cache entry the real one writes under $HF_HOME/hub (refs/main, a snapshot with config.json) and
-# refuses a gated repository without HF_TOKEN, as the Hub does.
+# hf: test bed stand-in for huggingface_hub's CLI (no Hub here). `hf download REPO [--repo-type
+# model|dataset] [--exclude GLOB]` lays out the cache entry the real one writes under $HF_HOME/hub
+# (refs/main, a snapshot with config.json); it refuses a gated repository without a token (HF_TOKEN,
+# or the file HF_TOKEN_PATH names, default $HF_HOME/token), as the Hub does; in offline mode
+# (HF_HUB_OFFLINE=1) it calls no Hub: a cached entry is printed, anything else fails.
 import os, sys
 sys.stderr.write("hf (test bed stand-in: writes a Hugging Face cache entry, downloads nothing)\\n")
 args = sys.argv[1:]
 if len(args) < 2 or args[0] != "download":
     sys.exit(f"stand-in hf: only `hf download REPO` is expected, got {{args}}")
-repo = args[1]
+repo, options = args[1], args[2:]
+kind = "model"
+while options:
+    if options[0] == "--repo-type" and len(options) > 1 and options[1] in ("model", "dataset"):
+        kind = options[1]
+    elif options[0] != "--exclude" or len(options) < 2:
+        sys.exit(f"stand-in hf: unexpected options {{options}}")
+    options = options[2:]
 home = os.environ.get("HF_HOME")
 if not home or not os.path.isdir(os.path.dirname(home.rstrip("/"))):
     sys.exit(f"stand-in hf: HF_HOME must be on a mounted volume, got {{home!r}}")
-if repo.split("/")[0] in {gated!r} and not os.environ.get("HF_TOKEN"):
-    sys.exit(f"403 Forbidden: {{repo}} is a gated repository: set HF_TOKEN (stand-in hf)")
-entry = os.path.join(home, "hub", "models--" + repo.replace("/", "--"))
+entry = os.path.join(home, "hub", kind + "s--" + repo.replace("/", "--"))
 revision = "0" * 40
 snapshot = os.path.join(entry, "snapshots", revision)
+if os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
+    if os.path.isdir(snapshot):
+        print(snapshot)
+        sys.exit(0)
+    sys.exit(f"stand-in hf: offline mode is on (HF_HUB_OFFLINE) and {{repo}} is not in the cache")
+token = os.environ.get("HF_TOKEN")
+token_path = os.environ.get("HF_TOKEN_PATH") or os.path.join(home, "token")
+if not token and os.path.isfile(token_path):
+    token = open(token_path).read().strip()
+if kind == "model" and repo.split("/")[0] in {gated!r} and not token:
+    sys.exit(f"403 Forbidden: {{repo}} is a gated repository: log in or set a token (stand-in hf)")
 os.makedirs(snapshot, exist_ok=True)
 os.makedirs(os.path.join(entry, "refs"), exist_ok=True)
 with open(os.path.join(entry, "refs", "main"), "w") as ref:
     ref.write(revision)
-with open(os.path.join(snapshot, "config.json"), "w") as config:
-    config.write('{{"test_bed_standin": true}}\\n')
+with open(os.path.join(snapshot, "config.json" if kind == "model" else "README.md"), "w") as f:
+    f.write('{{"test_bed_standin": true}}\\n')
 print(snapshot)
 """
 

@@ -23,9 +23,11 @@ from planning.ray import (
     HF_HOME,
     OWN_CLUSTER_RETRIES,
     TOKENS_DIR,
+    WANDB_NETRC,
     PodSize,
     numa_affinity_setup,
     port_forward_command,
+    wandb_netrc,
 )
 from planning.verify import SmokePlan
 
@@ -41,6 +43,15 @@ SECRET_ENV = {"hfToken": "HF_TOKEN", "wandbApiKey": "WANDB_API_KEY"}
 """Stack secret -> environment variable (and Secret key) the NeMo RL scripts read."""
 GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
 DASHBOARD_PORT = 8265
+
+
+def token_data(secrets: Mapping[str, pulumi.Output[str]]) -> dict[str, pulumi.Output[str]]:
+    """The token Secret's files: each token under its library's name, and the W&B key also as
+    the netrc entry wandb reads (derived Outputs stay secret)."""
+    data = {SECRET_ENV[k]: v for k, v in secrets.items() if k in SECRET_ENV}
+    if "wandbApiKey" in secrets:
+        data[WANDB_NETRC] = secrets["wandbApiKey"].apply(wandb_netrc)
+    return data
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,7 +147,7 @@ class RayWorkload(pulumi.ComponentResource):
                 metadata={"name": TOKEN_SECRET, "namespace": args.namespace, "labels": labels},
                 type="Opaque",
                 # Values are secret Outputs: Pulumi stores them encrypted and never prints them.
-                string_data={SECRET_ENV[k]: v for k, v in args.secrets.items() if k in SECRET_ENV},
+                string_data=token_data(args.secrets),
                 opts=child,
             )
 
@@ -309,7 +320,7 @@ class RayWorkload(pulumi.ComponentResource):
         # No token in the environment: a pod's environment is fixed when it starts, and adding
         # a token would change the Ray pods' spec (on a queued stack: re-queue the cluster). The
         # tokens are files of the Secret's volume, which follow the Secret; the driver's script
-        # exports them (planning.ray.token_refresh) and NeMo RL hands them to its actors.
+        # names the files to the libraries (planning.ray.token_files), never their values.
         return env
 
     @classmethod
@@ -330,7 +341,7 @@ class RayWorkload(pulumi.ComponentResource):
         )
         data_volume = {"name": "data", "persistentVolumeClaim": {"claimName": args.data_claim}}
         # The token Secret as files too: they follow the Secret in running pods, where the
-        # environment stays what it was at start (planning.ray.token_refresh). Optional: a stack
+        # environment stays what it was at start (planning.ray.token_files). Optional: a stack
         # without tokens has no Secret.
         tokens_volume = {"name": "tokens", "secret": {"secretName": TOKEN_SECRET, "optional": True}}
         tokens_mount = {"name": "tokens", "mountPath": TOKENS_DIR, "readOnly": True}

@@ -7,7 +7,14 @@ Written from what NeMo RL v0.7.0 is documented to do with Ray (SOURCE.md: `examp
 - load `--config` with NeMo RL's loading rules (`defaults:` chain, Hydra overrides in struct
   mode) from the image's examples/configs (the shared v0.7.0 configs), and refuse what GRPO setup
   refuses (validation on without a validation dataset);
-- resume: a run whose newest checkpoint already reached `grpo.max_num_steps` exits at once;
+- resume: a run whose newest checkpoint already reached `grpo.max_num_steps` (or the last step
+  its epochs allow) exits at once;
+- stop where the training loop stops: at `grpo.max_num_steps` or after `grpo.max_num_epochs`
+  epochs of `rows // num_prompts_per_step` steps (the loader drops the last partial batch),
+  whichever comes first;
+- shard each step's samples and the training batch over the data-parallel ranks (GPUs over
+  tensor x context parallel) after the first rollout, failing as `shard_by_batch_size` does
+  when a batch is not a multiple of the shards;
 - `ray.init(address="auto", runtime_env={"env_vars": dict(os.environ)})`, catching only
   ConnectionError, as `init_ray` does;
 - compare the cluster's GPUs with `cluster.num_nodes x cluster.gpus_per_node`, retrying 6 times
@@ -17,6 +24,10 @@ Written from what NeMo RL v0.7.0 is documented to do with Ray (SOURCE.md: `examp
 - each actor reports its GPU ids, CUDA_VISIBLE_DEVICES, the NCCL / gIB variables and library
   path it sees, whether its node holds the policy model in the Hugging Face cache, and its
   NUMA map line; on a node of an RDMA GPU it must see NCCL told to use gIB with the plugin there;
+- the Hub: the driver loads the dataset and every worker resolves the model through the Hub
+  unless `HF_HUB_OFFLINE` is on; there is no Hub here, so a run that is not offline fails naming
+  who would have called it, and an offline run needs the model and the dataset in the cache
+  (the driver's script downloads them first);
 - the driver writes its log and the actors' reports under `logger.log_dir`, a checkpoint under
   `checkpointing.checkpoint_dir` (when enabled), and exits non-zero when an actor got no GPU or
   no gIB environment (or did not start at all).
@@ -42,6 +53,42 @@ NODES_ENV = "NEMO_RL_GKE_TESTBED_NODES"
 """The test bed's node records (testbed.node_fs): what a worker can learn about its node."""
 
 STANDIN = "NeMo RL stand-in (test bed, not NeMo RL: no model is trained)"
+
+
+DATASET_ROWS = {"gsm8k": 7473}
+"""Training rows of the datasets the stand-in knows (openai/gsm8k `main`, split `train`)."""
+
+
+def last_step(cfg: Any) -> int:
+    """Where NeMo RL's training loop stops: the step cap, or the end of the last epoch."""
+    steps = int(cfg.grpo.max_num_steps)
+    rows = DATASET_ROWS.get(str(cfg.data.train.dataset_name))
+    if rows is None:
+        return steps
+    per_epoch = rows // int(cfg.grpo.num_prompts_per_step)
+    return min(steps, int(cfg.grpo.max_num_epochs) * per_epoch)
+
+
+def shard(batch_size: int, shards: int) -> int:
+    """`BatchedDataDict.shard_by_batch_size`'s check: each rank's share of a batch."""
+    if batch_size % shards:
+        raise AssertionError(f"Batch size ({batch_size}) is not a multiple of shards ({shards})")
+    return batch_size // shards
+
+
+HUB_DATASETS = {"gsm8k": "openai/gsm8k"}
+"""The Hub repository NeMo RL loads for a dataset name (`response_datasets/gsm8k.py`)."""
+
+
+def offline() -> bool:
+    """huggingface_hub's reading of HF_HUB_OFFLINE."""
+    return os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
+
+
+def cached(kind: str, repo: str) -> bool:
+    """Whether the Hugging Face cache under HF_HOME holds the repository."""
+    entry = f"{kind}s--" + repo.replace("/", "--")
+    return Path(os.environ.get("HF_HOME", "/nonexistent"), "hub", entry, "refs", "main").exists()
 
 
 class ResourceInsufficientError(Exception):
@@ -73,8 +120,6 @@ def report(model: str) -> dict[str, Any]:
     ip = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
     node = node_record(ip)
     gpu_ids = [str(g) for g in ray.get_gpu_ids()]
-    hf_home = os.environ.get("HF_HOME", "")
-    cached = Path(hf_home, "hub", "models--" + model.replace("/", "--"), "refs", "main").exists()
     numa = ""
     affinity = Path(node.get("tmp", "/tmp"), NUMA_MAP)  # noqa: S108 - the container's /tmp
     if affinity.exists() and gpu_ids:
@@ -94,9 +139,12 @@ def report(model: str) -> dict[str, Any]:
         "gpu_ids": gpu_ids,
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "nccl": {k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")},
+        "gloo_socket_ifname": os.environ.get("GLOO_SOCKET_IFNAME"),
         "gib_plugin_present": bool(plugin) and Path(plugin).is_file(),
         "ld_library_path": os.environ.get("LD_LIBRARY_PATH", ""),
-        "model_cached": cached,
+        "model_cached": cached("model", model),
+        "hub_offline": offline(),
+        "tokens_in_env": sorted(k for k in ("HF_TOKEN", "WANDB_API_KEY") if k in os.environ),
         "numa": numa,
     }
 
@@ -116,6 +164,11 @@ def problems_of(found: dict[str, Any]) -> list[str]:
         )
     if not found["model_cached"]:
         problems.append(f"{where}: the policy model is not in the Hugging Face cache")
+    if not found["hub_offline"]:
+        problems.append(
+            f"{where}: would resolve the model through the Hugging Face Hub at start-up"
+            " (HF_HUB_OFFLINE is not on)"
+        )
     return problems
 
 
@@ -131,7 +184,12 @@ def main() -> int:
         "validation"
     ):
         raise ValueError("Validation dataset is required if validation is enabled")
-    steps = int(grpo.max_num_steps)
+    steps = last_step(cfg)
+    if steps < int(grpo.max_num_steps):
+        say(
+            f"grpo.max_num_epochs={grpo.max_num_epochs}: the run ends at step {steps}, not"
+            f" {grpo.max_num_steps}"
+        )
     nodes, per_node = int(cfg.cluster.num_nodes), int(cfg.cluster.gpus_per_node)
     model = str(cfg.policy.model_name)
     log_dir = Path(cfg.logger.log_dir)
@@ -144,6 +202,15 @@ def main() -> int:
             return 0
         if start:
             say(f"resuming from the checkpoint of step {start}")
+
+    dataset = HUB_DATASETS.get(str(cfg.data.train.dataset_name), "")
+    if not offline():
+        raise ConnectionError(
+            f"the driver would load {dataset} from the Hugging Face Hub (HF_HUB_OFFLINE is not"
+            " on; the test bed has no Hub)"
+        )
+    if dataset and not cached("dataset", dataset):
+        raise FileNotFoundError(f"offline mode is on and {dataset} is not in the cache")
 
     import ray
     from ray.util.placement_group import placement_group
@@ -213,7 +280,13 @@ def main() -> int:
         for problem in problems:
             say(f"FAILED: {problem}")
         raise RuntimeError(f"{len(problems)} of {len(actors)} workers cannot train: {problems[0]}")
+    dtensor = cfg.policy.dtensor_cfg
+    shards = len(actors) // (int(dtensor.tensor_parallel_size) * int(dtensor.context_parallel_size))
+    samples = int(grpo.num_prompts_per_step) * int(grpo.num_generations_per_prompt)
     for step in range(start + 1, steps + 1):
+        # After the step's rollout: log-probabilities over every sample, then training.
+        shard(samples, shards)
+        shard(int(cfg.policy.train_global_batch_size), shards)
         say(f"step {step}/{steps} (stand-in: no training)")
     if checkpoints is not None:
         final = checkpoints / f"step_{steps}"

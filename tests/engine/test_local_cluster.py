@@ -774,6 +774,9 @@ def test_the_grpo_rayjob_succeeds_with_every_worker_on_a_gpu_with_gib(b200: str)
             assert worker["nccl"]["NCCL_NET"] == "gIB"
             assert worker["gib_plugin_present"] is True
             assert worker["nccl"]["NCCL_TUNER_CONFIG_PATH"].endswith("tuner_config_a4.txtpb")
+            # The pod network, set by the platform (the gIB script's stand-in sets no interface).
+            assert worker["nccl"]["NCCL_SOCKET_IFNAME"] == "eth0"
+            assert worker["gloo_socket_ifname"] == "eth0"
             assert worker["model_cached"] is True  # the driver's download, before the workers
             assert worker["numa"].split(":")[0] == worker["gpu_ids"][0]  # NeMo RL's NUMA map
         # Both workers, each GPU of each once.
@@ -1356,6 +1359,7 @@ def test_dev_runs_its_grpo_job_on_its_own_cluster_and_a_plain_destroy_leaves_no_
         assert worker["gpu_ids"] == ["0"]
         assert worker["rdma_node"] is False
         assert "NCCL_NET" not in worker["nccl"]  # no gIB on L4
+        assert (worker["nccl"]["NCCL_SOCKET_IFNAME"], worker["gloo_socket_ifname"]) == ("eth0",) * 2
 
     apply_an_upgrade_to_dev(env, tmp_path)
 

@@ -172,8 +172,13 @@ def test_gib_setup_sources_google_s_script_and_keeps_the_image_library_path(
         "source /usr/local/gib/scripts/set_nccl_env.sh",
         "export NCCL_IB_GID_INDEX=3",
         f"export NCCL_TUNER_CONFIG_PATH=/usr/local/gib/configs/{tuner}",
+        # After the script: the pod network is the platform's choice, as in Google's sample.
+        "export NCCL_SOCKET_IFNAME=eth0",
+        "export GLOO_SOCKET_IFNAME=eth0",
     ]
     assert "${LD_LIBRARY_PATH" in gpu_shell_setup()
+    for word in ("export NCCL_SOCKET_IFNAME=eth0", "export GLOO_SOCKET_IFNAME=eth0"):
+        assert word in gpu_shell_setup()  # L4 and other GPUs without RDMA too
 
 
 def test_gated_models() -> None:

@@ -17,7 +17,10 @@ from typing import Any
 
 import pytest
 
+from planning.grpo_sizes import RECIPES, RecipeShape, divides_batch
+from planning.ray import GrpoRun, grpo_overrides
 from testbed.nemo_rl_standin.config_rules import apply_overrides, load_config
+from testbed.nemo_rl_standin.run_grpo import last_step, shard
 from tests.harness import REPO, by_name, run_stack, variant
 
 SHARED = Path(os.environ.get("NEMO_RL_GKE_SHARED", str(REPO.parent / "shared")))
@@ -134,3 +137,58 @@ def test_the_inherited_config_says_what_setup_would_refuse() -> None:
     assert cfg.grpo.max_num_steps == 1000000  # inherited
     smoke = load_config(CONFIGS / "grpo_smoke.yaml")
     assert smoke.grpo.val_period == -1
+
+
+@pytest.mark.parametrize("config", sorted(RECIPES))
+def test_the_recipe_sizes_are_the_image_configs_own(config: str) -> None:
+    """planning.grpo_sizes.RECIPES, held to the real files (defaults resolved)."""
+    cfg = load_config(CONFIGS / Path(config).name)
+    dtensor = cfg.policy.dtensor_cfg
+    assert RECIPES[config] == RecipeShape(
+        prompts_per_step=cfg.grpo.num_prompts_per_step,
+        generations_per_prompt=cfg.grpo.num_generations_per_prompt,
+        train_global_batch_size=cfg.policy.train_global_batch_size,
+        model_parallel=dtensor.tensor_parallel_size * dtensor.context_parallel_size,
+    )
+    assert cfg.grpo.max_num_epochs == 1  # why a run must ask for its epochs
+
+
+def b200_run(**changes: Any) -> GrpoRun:
+    fields: dict[str, Any] = {
+        "image": "nvcr.io/nvidia/nemo-rl:v0.7.0",
+        "config": "examples/configs/grpo_math_8B.yaml",
+        "model": "meta-llama/Llama-3.1-8B-Instruct",
+        "steps": 10,
+        "nodes": 2,
+        "gpus_per_node": 8,
+        "wandb": False,
+        "wandb_project": "p",
+        "job": "grpo-gsm8k",
+        "runs_dir": "/data/nemo-rl/runs",
+    }
+    return GrpoRun(**{**fields, **changes})
+
+
+def test_the_stand_in_stops_where_nemo_rl_s_loop_does() -> None:
+    """500 steps asked: without the epochs the run would end SUCCEEDED at 116 (GSM8K's 7,473
+    rows at 64 prompts a step, one epoch); with the planned overrides it reaches 500."""
+    planned = grpo_overrides(b200_run(steps=500))
+    cfg = apply_overrides(load_config(CONFIGS / "grpo_math_8B.yaml"), planned)
+    assert last_step(cfg) == 500
+    without = [o for o in planned if not o.startswith("grpo.max_num_epochs=")]
+    cfg = apply_overrides(load_config(CONFIGS / "grpo_math_8B.yaml"), without)
+    assert last_step(cfg) == 116
+
+
+@pytest.mark.parametrize(("nodes", "gpus", "ok"), [(2, 8, True), (4, 8, True), (2, 6, False),
+                                                   (3, 8, False), (5, 8, False)])  # fmt: skip
+def test_the_stand_in_shards_as_nemo_rl_does(nodes: int, gpus: int, ok: bool) -> None:
+    """grpo-run-facts §2's table: the stand-in's shard check and the stack's rule agree."""
+    shape = RECIPES["examples/configs/grpo_math_8B.yaml"]
+    assert divides_batch(shape, nodes, gpus) is ok
+    shards = nodes * gpus
+    if ok:
+        assert shard(shape.train_global_batch_size, shards) * shards == 512
+        return
+    with pytest.raises(AssertionError, match=r"Batch size \(2048\) is not a multiple of shards"):
+        shard(shape.samples_per_step, shards)

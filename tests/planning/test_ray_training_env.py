@@ -160,8 +160,15 @@ def test_a_training_process_on_b200_gets_the_full_gib_environment(
     assert paths[0] == "/usr/local/gib/lib64"  # the gIB plugin first
     assert "/usr/local/nvidia/lib64" in paths
     assert ":".join(paths).endswith(IMAGE_LD_LIBRARY_PATH)  # the image's path kept (cuDNN)
-    assert training["HF_TOKEN"] == "hf_from_the_secret"  # noqa: S105 - the Secret's file
-    assert "HF_TOKEN" not in raylet  # never the pod's environment
+    # The tokens' files are named, their values never enter an environment NeMo RL copies
+    # into every actor's runtime env (served by Ray's State API).
+    assert training["HF_TOKEN_PATH"] == str(tmp_path / "tokens" / "HF_TOKEN")
+    assert training["NETRC"] == str(tmp_path / "tokens" / "wandb-netrc")
+    assert "hf_from_the_secret" not in json.dumps(training)
+    assert "HF_TOKEN" not in training
+    # NCCL's bootstrap and Gloo on the pod network; the Hub off once the files are cached.
+    assert (training["NCCL_SOCKET_IFNAME"], training["GLOO_SOCKET_IFNAME"]) == ("eth0", "eth0")
+    assert (training["HF_HUB_OFFLINE"], training["HF_DATASETS_OFFLINE"]) == ("1", "1")
     assert training["RAY_memory_monitor_refresh_ms"] == "0"
     # Nothing on the pod replaces the image's library path.
     assert "LD_LIBRARY_PATH" not in {e["name"] for e in container["env"]}
@@ -204,18 +211,22 @@ def test_the_driver_puts_the_model_into_the_shared_cache_before_training(
     (tmp_path / "tokens" / "HF_TOKEN").write_text("hf_from_the_secret")
     proc, _, calls = bash(script, job_driver_env(pod_env(container)), tmp_path, "driver")
     assert proc.returncode == 0, proc.stderr
-    download, train = calls
+    download, dataset, train = calls
     # Once, on the shared volume, before NeMo RL starts its 16 workers (which would each ask
-    # the Hub for the same files at once).
+    # the Hub for the same files at once); then the run is offline.
     assert download == "run hf download meta-llama/Llama-3.1-8B-Instruct --exclude original/*"
+    assert dataset == "run hf download openai/gsm8k --repo-type dataset"
     assert train.startswith("run python examples/run_grpo.py ")
     assert "policy.model_name=meta-llama/Llama-3.1-8B-Instruct" in train
     assert pod_env(container)["HF_HOME"] == "/data/huggingface_cache"
 
 
-def test_the_driver_takes_the_tokens_from_the_secret_s_files(b200_job: Any, tmp_path: Path) -> None:
+def test_the_driver_names_the_secret_s_files_never_their_values(
+    b200_job: Any, tmp_path: Path
+) -> None:
     """A pod's environment is fixed when it starts: a worker started before `hfToken` was set
-    has no HF_TOKEN; the Secret's files follow the Secret, and the driver reads them."""
+    has no HF_TOKEN; the Secret's files follow the Secret, and the driver points the libraries
+    at them (a token in its environment would reach every actor's runtime env)."""
     group, container = worker_of(b200_job)
     job = by_name(b200_job)["ray-job"].inputs["spec"]
     mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
@@ -230,8 +241,9 @@ def test_the_driver_takes_the_tokens_from_the_secret_s_files(b200_job: Any, tmp_
     (_, _, script) = shlex.split(job["entrypoint"])
     proc, driver, _ = bash(script, job_driver_env(started_before), tmp_path, "driver")
     assert proc.returncode == 0, proc.stderr
-    assert driver["HF_TOKEN"] == "hf_set_later"  # noqa: S105 - a test value
-    assert "WANDB_API_KEY" not in driver  # no file, no variable
+    assert driver["HF_TOKEN_PATH"] == str(tmp_path / "tokens" / "HF_TOKEN")
+    assert "hf_set_later" not in json.dumps(driver)
+    assert not {"HF_TOKEN", "WANDB_API_KEY"} & set(driver)
     assert "hf_set_later" not in script
 
 
@@ -252,7 +264,8 @@ def test_the_driver_waits_for_a_token_the_kubelet_has_not_written_yet(
     proc, driver, calls = bash(script, job_driver_env(pod_env(container)), tmp_path, "driver")
     later.join()
     assert proc.returncode == 0, proc.stderr
-    assert driver["HF_TOKEN"] == "hf_written_late"  # noqa: S105 - a test value
+    assert (tokens / "HF_TOKEN").read_text() == "hf_written_late"
+    assert driver["HF_TOKEN_PATH"] == str(tokens / "HF_TOKEN")
     assert calls[0].startswith("run hf download meta-llama/")
     # Never written: the run stops before the download, naming the file (a 2 s wait here).
     (tokens / "HF_TOKEN").unlink()

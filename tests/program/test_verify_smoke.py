@@ -65,11 +65,12 @@ def test_the_smoke_submits_what_a_rayjob_of_the_smoke_run_would(b200_smoke: Resu
     assert json.loads(env["ENTRYPOINT_RESOURCES"]) == json.loads(rayjob["entrypointResources"])
     smoke_script = shlex.split(env["ENTRYPOINT"])[2]
     job_script = shlex.split(rayjob["entrypoint"])[2]
-    # From the tokens on (the job waits for HF_TOKEN first: its model is gated, the smoke's not).
+    # From the token files on (the job waits for HF_TOKEN first: its model is gated, the
+    # smoke's not).
     setup = job_script.split(" && { mkdir -p ")[0]
     assert (
-        smoke_script.split(" && { mkdir -p ")[0].split(" && { for key in ")[1]
-        == (setup.split(" && { for key in ")[1])
+        smoke_script.split(" && { mkdir -p ")[0].split(" && unset HF_TOKEN WANDB_API_KEY")[1]
+        == (setup.split(" && unset HF_TOKEN WANDB_API_KEY")[1])
     )
     assert setup.startswith("unset CUDA_VISIBLE_DEVICES RAY_worker_niceness && ")
     assert smoke_script.startswith("unset CUDA_VISIBLE_DEVICES RAY_worker_niceness && ")

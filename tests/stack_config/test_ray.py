@@ -348,3 +348,53 @@ def test_every_pattern_is_a_full_match(data: st.DataObject) -> None:
     for tail in ("\n", "\n" + value, "\r\n"):
         with pytest.raises(ValidationError):
             adapter.validate_python(value + tail)
+
+
+HF = "nemo-rl-gke:hfToken"
+
+# --- sizes NeMo RL can shard ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("changes", "key", "sizes"),
+    [
+        ({"ray": job(gpusPerNode=6)}, "ray.job.gpusPerNode", "2 nodes x 6 GPUs"),
+        ({"gpu": gpu(nodes=3), "ray": job()}, "gpu.nodes", "3 nodes x 8 GPUs"),
+        ({"gpu": gpu(nodes=5), "ray": job(nodes=5)}, "ray.job.nodes", "5 nodes x 8 GPUs"),
+    ],
+)
+def test_a_job_whose_gpus_do_not_split_the_batch_is_refused(
+    changes: dict[str, Any], key: str, sizes: str
+) -> None:
+    with pytest.raises(InvalidStackConfig) as info:
+        load_stack_config(values(hfToken="hf_not_real", **changes), "b200", [HF])
+    err = info.value
+    assert err.key == f"nemo-rl-gke:{key}"
+    message = str(err)
+    assert sizes in message
+    assert "does not divide examples/configs/grpo_math_8B.yaml's batch of 512" in message
+    # The sizes that do work, whole nodes first.
+    assert "1, 2 or 4 nodes x 8 GPUs" in message or "1 or 2 nodes x 8 GPUs" in message
+
+
+@pytest.mark.parametrize(
+    "ray",
+    [
+        job(),  # 2 x 8
+        job(nodes=1, gpusPerNode=4),
+        job(config="examples/configs/grpo_math_1B.yaml", gpusPerNode=2),
+        # A recipe whose sizes the project does not know is not judged.
+        job(config="examples/configs/my_recipe.yaml", gpusPerNode=6),
+        {"job": {"enabled": False, "gpusPerNode": 6}},  # no run, nothing to shard
+    ],
+)
+def test_sizes_that_split_the_batch_or_are_not_known_pass(ray: dict[str, Any]) -> None:
+    load_stack_config(values(hfToken="hf_not_real", ray=ray), "b200", [HF])
+
+
+def test_a_run_asks_for_the_epochs_its_steps_need() -> None:
+    cfg = load_stack_config(values(hfToken="hf_not_real", ray=job(steps=500)), "b200", [HF])
+    overrides = grpo_overrides(cfg.grpo_run)
+    # GSM8K's 7,473 rows at 64 prompts a step: 116 steps an epoch, so 500 steps take 5.
+    assert "grpo.max_num_steps=500" in overrides
+    assert "grpo.max_num_epochs=5" in overrides

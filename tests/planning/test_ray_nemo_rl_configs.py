@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 
 from planning.grpo_sizes import RECIPES, RecipeShape, divides_batch
-from planning.ray import GrpoRun, grpo_overrides
+from planning.ray import grpo_overrides
 from testbed.nemo_rl_standin.config_rules import apply_overrides, load_config
 from testbed.nemo_rl_standin.run_grpo import last_step, shard
 from tests.harness import REPO, by_name, run_stack, variant
+from tests.planning.test_ray import run as b200_run
 
 SHARED = Path(os.environ.get("NEMO_RL_GKE_SHARED", str(REPO.parent / "shared")))
 CONFIGS = SHARED / "reference" / "nemo-rl-v0.7.0" / "configs"
@@ -151,22 +152,6 @@ def test_the_recipe_sizes_are_the_image_configs_own(config: str) -> None:
         model_parallel=dtensor.tensor_parallel_size * dtensor.context_parallel_size,
     )
     assert cfg.grpo.max_num_epochs == 1  # why a run must ask for its epochs
-
-
-def b200_run(**changes: Any) -> GrpoRun:
-    fields: dict[str, Any] = {
-        "image": "nvcr.io/nvidia/nemo-rl:v0.7.0",
-        "config": "examples/configs/grpo_math_8B.yaml",
-        "model": "meta-llama/Llama-3.1-8B-Instruct",
-        "steps": 10,
-        "nodes": 2,
-        "gpus_per_node": 8,
-        "wandb": False,
-        "wandb_project": "p",
-        "job": "grpo-gsm8k",
-        "runs_dir": "/data/nemo-rl/runs",
-    }
-    return GrpoRun(**{**fields, **changes})
 
 
 def test_the_stand_in_stops_where_nemo_rl_s_loop_does() -> None:

@@ -101,3 +101,34 @@ def test_an_error_python_prints_after_the_driver_s_own_is_not_the_verdict() -> N
     assert smoke.verdict_detail(message + noise, "") == (
         f"{head}: RuntimeError: can't register atexit after shutdown"
     )
+
+
+def test_a_chained_or_lead_in_free_shutdown_error_is_not_the_verdict() -> None:
+    """Seen in CI on a slower machine: the shutdown error came without the lead-in Python prints
+    for an atexit callback, and the verdict named it instead of the driver's IndexError. A
+    traceback chained to one printed after the fact belongs to it too."""
+    smoke = smoke_module()
+    head = "Job entrypoint command failed with exit code 1"
+    message = f"{head}, last available logs (truncated to 20,000 chars):\n"
+    driver = "Traceback (most recent call last):\nIndexError: list index out of range\n"
+    bare = (
+        "Traceback (most recent call last):\nRuntimeError: can't register atexit after shutdown\n"
+    )
+    assert smoke.verdict_detail(message + driver + bare, "") == (
+        f"{head}: IndexError: list index out of range"
+    )
+    chained = (
+        "Exception ignored in atexit callback: <function shutdown at 0x7f0>\n"
+        "Traceback (most recent call last):\nKeyError: 'node'\n\n"
+        "During handling of the above exception, another exception occurred:\n\n"
+        "Traceback (most recent call last):\nOSError: socket closed\n"
+    )
+    assert smoke.verdict_detail(message + driver + chained, "") == (
+        f"{head}: IndexError: list index out of range"
+    )
+    # A chain of the driver's own keeps its last error.
+    own = driver + "\nThe above exception was the direct cause of the following exception:\n\n"
+    own += "Traceback (most recent call last):\nRuntimeError: 1 of 1 workers cannot train\n"
+    assert smoke.verdict_detail(message + own, "") == (
+        f"{head}: RuntimeError: 1 of 1 workers cannot train"
+    )

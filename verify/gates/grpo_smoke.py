@@ -37,6 +37,16 @@ AFTER_THE_FACT = re.compile(
 shutdown at exit), a thread, an excepthook. What it prints comes after the driver's own error
 and never says why the run failed ("RuntimeError: can't register atexit after shutdown")."""
 
+CHAINED = re.compile(
+    r"^(?:During handling of the above exception, another exception occurred:"
+    r"|The above exception was the direct cause of the following exception:)$"
+)
+"""Python's link between two tracebacks of one chain: the second belongs where the first did."""
+
+AT_SHUTDOWN = ("can't register atexit after shutdown", "after interpreter shutdown")
+"""Errors only an interpreter that is already exiting raises: whatever lead-in Python or Ray
+printed before them (or none, on a slow machine), they came after the driver's own error."""
+
 
 def verdict_detail(message: str, logs: str) -> str:
     """Why a run did not pass, for the verdict line: the first sentence of Ray's message, then
@@ -46,13 +56,16 @@ def verdict_detail(message: str, logs: str) -> str:
     head, _, excerpt = message.partition(", last available logs")
     errors: list[str] = []
     afterwards: list[str] = []
-    after_the_fact = False
+    after_the_fact = last_after = False
     for raw in f"{logs}\n{excerpt}".splitlines():
         line = raw.strip()
         if AFTER_THE_FACT.match(line):
             after_the_fact = True
+        elif CHAINED.match(line):
+            after_the_fact = last_after
         elif DRIVER_ERROR.match(line):
-            (afterwards if after_the_fact else errors).append(line)
+            last_after = after_the_fact or any(mark in line for mark in AT_SHUTDOWN)
+            (afterwards if last_after else errors).append(line)
             after_the_fact = False
     found = errors or afterwards
     detail = f"{head}: {found[-1]}" if found else head

@@ -72,7 +72,11 @@ if storage.bucket is not None and volumes.bucket is not None:
     pulumi.export("bucketClaim", volumes.bucket.claim_name)
 pulumi.export("rayHeadService", ray.workload.head_service)
 pulumi.export("rayDashboardCommand", ray.workload.port_forward_command)
-pulumi.export("grpoSubmitCommand", submit_command(ray.run))
+pulumi.export("rayDashboardTokenCommand", ray.workload.dashboard_token_command)
+pulumi.export(
+    "grpoSubmitCommand",
+    ray.workload.dashboard_token_command.apply(lambda token: submit_command(ray.run, token)),
+)
 if queue is not None:
     pulumi.export("kueueLocalQueue", queue.queue.local_queue)
     pulumi.export("kueueClusterQueue", queue.queue.cluster_queue)

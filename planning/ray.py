@@ -9,8 +9,9 @@ import hashlib
 import json
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from planning.catalog import GpuProfile
 from planning.grpo_sizes import DATASET_TRAIN_ROWS, RECIPES, RecipeShape, epochs_for
@@ -501,21 +502,68 @@ def grpo_entrypoint(run: GrpoRun) -> str:
     return f"bash -c {shlex.quote(grpo_script_text(run))}"
 
 
+DASHBOARD_PORT = 8265
+
+
 def port_forward_command(namespace: str, service: str) -> str:
     """Reach the Ray dashboard on localhost:8265."""
-    return f"kubectl -n {namespace} port-forward svc/{service} 8265:8265"
+    return f"kubectl -n {namespace} port-forward svc/{service} {DASHBOARD_PORT}:{DASHBOARD_PORT}"
 
 
-def submit_command(run: GrpoRun) -> str:
+OPERATOR_POD_LABELS = {"app.kubernetes.io/name": "kuberay-operator"}
+"""The KubeRay chart's labels on its operator pod (nameOverride in its values)."""
+RAY_POD_SELECTOR = {"matchExpressions": [{"key": "ray.io/node-type", "operator": "Exists"}]}
+"""Every pod KubeRay makes for a Ray cluster (head and workers, any cluster of the namespace)."""
+
+
+def dashboard_ingress(operator_namespace: str | None, smoke_labels: Mapping[str, str]) -> Any:
+    """The NetworkPolicy spec over the Ray pods: every port among themselves; the dashboard
+    (8265) only for the KubeRay operator and the smoke gate's pods. Without the operator's
+    namespace (GKE's add-on) the dashboard port is open to the cluster, as its token guards it."""
+    dashboard: dict[str, Any] = {"ports": [{"port": DASHBOARD_PORT, "protocol": "TCP"}]}
+    if operator_namespace is not None:
+        dashboard["from"] = [
+            {
+                "namespaceSelector": {
+                    "matchLabels": {"kubernetes.io/metadata.name": operator_namespace}
+                },
+                "podSelector": {"matchLabels": dict(OPERATOR_POD_LABELS)},
+            },
+            {"podSelector": {"matchLabels": dict(smoke_labels)}},
+        ]
+    return {
+        "podSelector": RAY_POD_SELECTOR,
+        "policyTypes": ["Ingress"],
+        "ingress": [{"from": [{"podSelector": RAY_POD_SELECTOR}]}, dashboard],
+    }
+
+
+DASHBOARD_TOKEN_KEY = "auth_token"  # noqa: S105 - a key name, not a token
+"""The key of the token Secret KubeRay 1.7 generates for a RayCluster in token mode."""
+
+
+def dashboard_token_command(namespace: str, cluster: str) -> str:
+    """Print the Ray dashboard's token: with `authOptions.mode: token`, KubeRay 1.7 generates it
+    into a Secret named after the RayCluster."""
+    return (
+        f"kubectl -n {namespace} get secret {cluster}"
+        f" -o jsonpath='{{.data.{DASHBOARD_TOKEN_KEY}}}' | base64 -d"
+    )
+
+
+def submit_command(run: GrpoRun, token_command: str) -> str:
     """`ray job submit` of the same GRPO run through a dashboard port-forward.
 
-    Tokens are not on the command line: the Ray pods read them from the Kubernetes Secret. On
-    RDMA GPUs the driver asks for the gIB worker resource, as the RayJob does.
+    The dashboard asks for its token, which Ray's client sends when RAY_AUTH_MODE is `token`;
+    the run's own tokens are not on the command line (the Ray pods read them from the
+    Kubernetes Secret). On RDMA GPUs the driver asks for the gIB worker resource, as the RayJob
+    does.
     """
     placement = (
         f" --entrypoint-resources {shlex.quote(json.dumps({GIB_RESOURCE: 1}))}" if run.rdma else ""
     )
     return (
-        f"ray job submit --address http://localhost:8265{placement}"
+        f'RAY_AUTH_MODE=token RAY_AUTH_TOKEN="$({token_command})"'
+        f" ray job submit --address http://localhost:8265{placement}"
         f" -- bash -c {shlex.quote(grpo_script_text(run))}"
     )

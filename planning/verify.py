@@ -409,6 +409,10 @@ SMOKE_STOP_MARGIN_SECONDS = 60
 """The script stops the Ray job this long before the Job's deadline, so its verdict is what
 ends a smoke that hangs."""
 SMOKE_POLL_SECONDS = 15
+DASHBOARD_TOKEN_DIR: Final = "/var/run/ray-dashboard"  # noqa: S105 - a folder
+"""Where the smoke gate mounts the dashboard's token (KubeRay's Secret of the RayCluster)."""
+DASHBOARD_TOKEN_NAME: Final = "token"  # noqa: S105 - a file name
+DASHBOARD_TOKEN_FILE: Final = f"{DASHBOARD_TOKEN_DIR}/{DASHBOARD_TOKEN_NAME}"
 
 
 @dataclass(frozen=True)
@@ -504,6 +508,7 @@ def smoke_env(plan: SmokePlan, dashboard_service: str) -> dict[str, str]:
         "GATE_NAME": SMOKE_GATE,
         "GATE_SCOPE": f"{plan.run.nodes * plan.run.gpus_per_node} GPU",
         "RAY_DASHBOARD": f"http://{dashboard_service}.$(POD_NAMESPACE).svc.cluster.local:8265",
+        "DASHBOARD_TOKEN_FILE": DASHBOARD_TOKEN_FILE,
         "SUBMISSION_PREFIX": plan.job_name,
         "ENTRYPOINT": plan.entrypoint,
         "ENTRYPOINT_RESOURCES": json.dumps(dict(plan.entrypoint_resources)),

@@ -43,19 +43,16 @@ def build_ray(
     """Operator first (CRDs), then the RayCluster sized from the GPU catalog; with the queue,
     the RayCluster (and a RayJob that brings its own cluster) go through it."""
     gpu = cfg.gpu.profile
-    operator = None
+    operator = operator_args = None
     if cfg.ray.operator == "helm":
-        operator = KubeRayOperator(
-            "kuberay",
-            KubeRayOperatorArgs(
-                chart_version=VERSIONS.kuberay_chart.value,
-                chart=cfg.ray.chart_path or "kuberay-operator",
-                repository=None if cfg.ray.chart_path else VERSIONS.kuberay_helm_repo.value,
-                kubectl_image=VERSIONS.kubectl_image.value,
-                node_selector=gke.system_pool.node_selector,
-            ),
-            opts=gke.k8s_opts,
+        operator_args = KubeRayOperatorArgs(
+            chart_version=VERSIONS.kuberay_chart.value,
+            chart=cfg.ray.chart_path or "kuberay-operator",
+            repository=None if cfg.ray.chart_path else VERSIONS.kuberay_helm_repo.value,
+            kubectl_image=VERSIONS.kubectl_image.value,
+            node_selector=gke.system_pool.node_selector,
         )
+        operator = KubeRayOperator("kuberay", operator_args, opts=gke.k8s_opts)
     run = cfg.grpo_run
     autoscaling = cfg.gpu.autoscaling
     job = None
@@ -75,6 +72,7 @@ def build_ray(
             # checks the GPUs before it asks for any: the job brings up its own workers.
             own_cluster=autoscaling is not None,
             workers=run.nodes,
+            start_deadline_seconds=cfg.ray.job.pre_running_deadline_seconds,
             annotations=annotations,
         )
     # Another run through the queue brings its own cluster: one workload, admitted whole
@@ -85,6 +83,7 @@ def build_ray(
             entrypoint=grpo_entrypoint(run),
             own_cluster=True,
             workers=run.nodes,
+            start_deadline_seconds=cfg.ray.job.pre_running_deadline_seconds,
             annotations=annotations,
         )
         if queue is not None
@@ -140,6 +139,7 @@ def build_ray(
             after=[*after, *(queue.ready if queue is not None else [])],
             queue=queue.placement if queue is not None else None,
             queued_run=queued_run,
+            operator_namespace=operator_args.namespace if operator_args is not None else None,
         ),
         opts=gke.k8s_opts,
     )

@@ -86,6 +86,14 @@ class JobConfig(ConfigModel):
         description="Attempt of the run: raise it to run the same run id again (KubeRay never"
         " re-runs a finished RayJob); NeMo RL resumes from the run's newest checkpoint.",
     )
+    pre_running_deadline_seconds: int = Field(
+        3600,
+        ge=60,
+        le=7 * 24 * 3600,
+        description="Seconds the RayJob may take from its start to running (KubeRay's"
+        " preRunningDeadlineSeconds): a job whose workers never come up (no capacity, an image"
+        " that does not pull) fails with PreRunningDeadlineExceeded instead of holding nodes.",
+    )
     wandb: bool = Field(False, description="Log to Weights & Biases (needs wandbApiKey).")
     wandb_project: Annotated[str, AfterValidator(hydra_word)] = Field(
         "nemo-rl-gke",

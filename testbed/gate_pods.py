@@ -13,6 +13,7 @@ from there. The only rewrites, logged for every pod: host paths of the node (/us
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -169,8 +170,16 @@ class GatePods:
         )
         for name, text in json.loads(found.stdout)["data"].items():
             (gates / name).write_text(text, encoding="utf-8")
+        volumes = self._secret_volumes(spec, container, namespace, home)
+        if volumes is None:
+            return  # the kubelet holds the container back until its Secret exists
         tools = install(home / "node", self.scenario())
         env = container_env(pod, container)
+        for mount_path, folder in volumes.items():
+            # The container's path of a Secret volume is this host's folder of its files.
+            for key, value in env.items():
+                if value == mount_path or value.startswith(f"{mount_path}/"):
+                    env[key] = str(folder) + value.removeprefix(mount_path)
         if "GPU_SETUP" in env:
             env["GPU_SETUP"] = local_setup(env["GPU_SETUP"], tools)
         if "GATE_DATA" in env:
@@ -225,6 +234,32 @@ class GatePods:
             f" GPU, RDMA, nccl-tests, mpirun, ssh and fio tools ({tools['NVIDIA_SMI']} ...),"
             " /usr/local/gib, /usr/local/nvidia and /data pointed at test bed folders"
         )
+
+    def _secret_volumes(
+        self, spec: dict[str, Any], container: dict[str, Any], namespace: str, home: Path
+    ) -> dict[str, Path] | None:
+        """The Secret volumes the container mounts, written as the kubelet projects them (the
+        volume's `items`, or every key): mount path -> this host's folder. None while a Secret
+        that is not optional is not there yet."""
+        secrets = {v["name"]: v["secret"] for v in spec.get("volumes", []) if "secret" in v}
+        found: dict[str, Path] = {}
+        for mount in container.get("volumeMounts", []):
+            volume = secrets.get(mount["name"])
+            if volume is None:
+                continue
+            folder = home / "volumes" / mount["name"]
+            folder.mkdir(parents=True, exist_ok=True)
+            got = self.kubectl("get", "secret", volume["secretName"], "-n", namespace, "-o", "json")
+            if got.returncode != 0 and not volume.get("optional"):
+                return None
+            if got.returncode == 0:
+                data = json.loads(got.stdout).get("data", {})
+                items = volume.get("items") or [{"key": k, "path": k} for k in data]
+                for item in items:
+                    if item["key"] in data:
+                        (folder / item["path"]).write_bytes(base64.b64decode(data[item["key"]]))
+            found[mount["mountPath"]] = folder
+        return found
 
     def _report(self, run: Running, *, final: bool) -> None:
         """The pod's status as the kubelet writes it: once the main container ended (the pod

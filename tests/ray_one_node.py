@@ -12,6 +12,7 @@ head's real job API, exactly as the gate does in a cluster. Used by the fast che
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -20,11 +21,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
-from planning.ray import GATED_MODEL_ORGS
+from planning.ray import GATED_MODEL_ORGS, TOKENS_DIR
 from testbed.node_fs import (
     NodeFolders,
     container_environment,
@@ -49,6 +50,7 @@ needs_nemo_rl_configs = pytest.mark.skipif(
 )
 """The NeMo RL stand-in loads the shared v0.7.0 configs: without them there is nothing to run."""
 
+FAKE_HF_TOKEN = "hf_fake_not_real"  # noqa: S105 - a test's value, found nowhere it should not be
 CLEAN_ENV = "unset CUDA_VISIBLE_DEVICES RAY_worker_niceness && "
 """How the rendered driver script starts: the environment Ray gives a placed driver, removed."""
 
@@ -66,10 +68,26 @@ def render_b200_smoke(tmp: Path) -> Any:
     return run_stack("b200", tmp, config)
 
 
+class RayNode(NamedTuple):
+    """A running one-node Ray head."""
+
+    url: str
+    """Its dashboard."""
+    data: Path
+    """The claim's folder (/data in the pod)."""
+    token: str
+    """The dashboard's token (RAY_AUTH_TOKEN, as KubeRay gives a pod in token mode)."""
+
+    def headers(self) -> dict[str, str]:
+        """What a client of the dashboard sends."""
+        return {"Authorization": f"Bearer {self.token}"}
+
+
 @contextmanager
-def one_ray_node(b200_smoke: Any, ip: str) -> Iterator[tuple[str, Path]]:
-    """A Ray head shaped like a b200 worker pod on loopback `ip`: its dashboard's URL and the
-    claim's folder. Its processes are one process group, ended by id."""
+def one_ray_node(b200_smoke: Any, ip: str) -> Iterator[RayNode]:
+    """A Ray head shaped like a b200 worker pod on loopback `ip`, with the token environment
+    KubeRay 1.7 adds to a pod of a RayCluster in token mode (`authOptions`). Its processes are
+    one process group, ended by id."""
     records = by_name(b200_smoke)
     group = records["ray-cluster"].inputs["spec"]["workerGroupSpecs"][0]
     template = group["template"]
@@ -87,7 +105,15 @@ def one_ray_node(b200_smoke: Any, ip: str) -> Iterator[tuple[str, Path]]:
         address,
         fs.map_text("/tmp/ray"),
     )
-    env = container_environment(pod, container, fs, folders, secret=lambda *_: "hf_fake_not_real")
+    env = container_environment(pod, container, fs, folders, secret=lambda *_: FAKE_HF_TOKEN)
+    # The run's token Secret as the kubelet projects it (the smoke's model needs none: the
+    # file shows where the token goes, not that the run needed it).
+    tokens = fs.mounts[TOKENS_DIR]
+    tokens.mkdir(parents=True, exist_ok=True)
+    (tokens / "HF_TOKEN").write_text(FAKE_HF_TOKEN, encoding="utf-8")
+    # What KubeRay adds in token mode (from the Secret it generates for the cluster).
+    token = secrets.token_hex(16)
+    env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token})
     register_node(folders.root / "nodes", address.ip, {"pod": "b200-worker", "rdma": True,
                                                         "tmp": str(fs.mounts["/tmp"])})  # fmt: skip
     log = fs.root / "container.log"
@@ -101,11 +127,11 @@ def one_ray_node(b200_smoke: Any, ip: str) -> Iterator[tuple[str, Path]]:
             assert proc.poll() is None, log.read_text()[-3000:]
             assert time.monotonic() < deadline, "the Ray node never answered"
             try:
-                JobSubmissionClient(url)
+                JobSubmissionClient(url, headers={"Authorization": f"Bearer {token}"})
                 break
             except Exception:
                 time.sleep(1)
-        yield url, fs.mounts["/data"]
+        yield RayNode(url, fs.mounts["/data"], token)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -131,7 +157,7 @@ def ray_node_fixture(ip: str) -> Any:
     module its own address: `make ray-test` runs two such modules in one session)."""
 
     @pytest.fixture(scope="module")
-    def ray_node(b200_smoke: Any) -> Iterator[tuple[str, Path]]:
+    def ray_node(b200_smoke: Any) -> Iterator[RayNode]:
         with one_ray_node(b200_smoke, ip) as node:
             yield node
 
@@ -145,14 +171,19 @@ def smoke_env_of(result: Any) -> dict[str, str]:
 
 
 def run_gate(
-    url: str, result: Any, tmp: Path, **overrides: str
+    node: RayNode, result: Any, tmp: Path, **overrides: str
 ) -> tuple[subprocess.CompletedProcess[str], str]:
-    """verify/gates/grpo_smoke.py against the Ray head at `url`: its end and termination message."""
+    """verify/gates/grpo_smoke.py against the Ray head of `node`, with its token in the file the
+    rendered Job mounts from KubeRay's Secret: its end and termination message."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    token_file = tmp / "dashboard-token"
+    token_file.write_text(node.token, encoding="utf-8")
     env = {
         **smoke_env_of(result),
         "POD_NAMESPACE": "nemo-rl",
         "GATE_RUN_ID": "6f1d2c3b-4a5e-uid",
-        "RAY_DASHBOARD": url,
+        "RAY_DASHBOARD": node.url,
+        "DASHBOARD_TOKEN_FILE": str(token_file),
         "POLL_SECONDS": "0.5",
         **overrides,
     }

@@ -18,6 +18,7 @@ from components.gpu_pool.pod import GPU_CONTAINER_SECURITY, RdmaWiring, gpu_pod_
 from components.verify.smoke import GrpoSmokeGate, SmokeGateArgs
 from planning.queue import QueuedPlacement, queued_cluster_spec
 from planning.ray import (
+    DASHBOARD_PORT,
     DATA_DIR,
     GIB_RESOURCE,
     HF_HOME,
@@ -25,11 +26,13 @@ from planning.ray import (
     TOKENS_DIR,
     WANDB_NETRC,
     PodSize,
+    dashboard_ingress,
+    dashboard_token_command,
     numa_affinity_setup,
     port_forward_command,
     wandb_netrc,
 )
-from planning.verify import SmokePlan
+from planning.verify import GATE_LABEL, SMOKE_GATE, SmokePlan
 
 RAY_API = "ray.io/v1"
 QUEUED_APPLY = {"pulumi.com/patchForce": "true"}
@@ -42,7 +45,6 @@ TOKEN_SECRET = "nemo-rl-tokens"  # noqa: S105 - the Secret's name, not its conte
 SECRET_ENV = {"hfToken": "HF_TOKEN", "wandbApiKey": "WANDB_API_KEY"}
 """Stack secret -> environment variable (and Secret key) the NeMo RL scripts read."""
 GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
-DASHBOARD_PORT = 8265
 
 
 def token_data(secrets: Mapping[str, pulumi.Output[str]]) -> dict[str, pulumi.Output[str]]:
@@ -67,6 +69,8 @@ class RayJobPlan:
     checks the GPUs before it asks for any, so an idle cluster would never grow for it."""
     workers: int
     """GPU workers the job's own cluster gets (one per node)."""
+    start_deadline_seconds: int
+    """KubeRay's preRunningDeadlineSeconds: how long the job may take to start running."""
     annotations: Mapping[str, str] = field(default_factory=dict)
     """The run's id, directories and size, for `kubectl get rayjob -o yaml` and preflight."""
 
@@ -115,6 +119,10 @@ class RayWorkloadArgs:
     queued_run: RayJobPlan | None = None
     """With the queue: a run that brings its own cluster, published as a manifest (never
     created) - how another run is submitted to the queue."""
+    operator_namespace: str | None = None
+    """Where the KubeRay operator's pods run (the dashboard admits them); None with the GKE
+    add-on, whose operator's place Google does not document: the dashboard port stays open
+    to the cluster (its token still guards it)."""
 
 
 class RayWorkload(pulumi.ComponentResource):
@@ -128,6 +136,8 @@ class RayWorkload(pulumi.ComponentResource):
     """Head service (`<cluster>-head-svc`): dashboard 8265, GCS 6379, client 10001."""
     port_forward_command: pulumi.Output[str]
     """`kubectl port-forward` to the Ray dashboard."""
+    dashboard_token_command: pulumi.Output[str]
+    """Prints the dashboard's token (KubeRay's Secret of the RayCluster), for Ray's client."""
     smoke_job: pulumi.Output[str] | None
     """The GRPO smoke gate's Job name once it passed; None without the gate."""
     queued_run_manifest: pulumi.Output[str] | None
@@ -168,19 +178,13 @@ class RayWorkload(pulumi.ComponentResource):
             spec=spec,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.operator, *args.after]),
         )
-        # Ray's pods talk among themselves on every port; from elsewhere only the dashboard
-        # (the KubeRay operator submits jobs to it; port-forwards do not pass the policy).
+        # Ray's pods talk among themselves on every port; from elsewhere only the dashboard,
+        # and only for the KubeRay operator (it submits the RayJob and reads its status) and
+        # the smoke gate. Users come through a port-forward, which the policy does not see.
         k8s.networking.v1.NetworkPolicy(
             f"{name}-ingress",
             metadata={"name": f"{args.cluster_name}-ingress", "namespace": args.namespace},
-            spec={
-                "pod_selector": {},
-                "policy_types": ["Ingress"],
-                "ingress": [
-                    {"from_": [{"pod_selector": {}}]},
-                    {"ports": [{"port": DASHBOARD_PORT, "protocol": "TCP"}]},
-                ],
-            },
+            spec=dashboard_ingress(args.operator_namespace, {GATE_LABEL: SMOKE_GATE}),
             opts=child,
         )
         # Drains (node upgrades, repairs, autoscaler scale-down) are voluntary evictions; with
@@ -205,6 +209,7 @@ class RayWorkload(pulumi.ComponentResource):
                     plan=args.smoke,
                     script=args.smoke_script,
                     dashboard_service=head_service,
+                    dashboard_token_secret=args.cluster_name,
                     node_selector=args.head_node_selector,
                     priority_class=args.queue.verify_priority if args.queue else None,
                     after=[ray_cluster],
@@ -257,11 +262,15 @@ class RayWorkload(pulumi.ComponentResource):
         self.port_forward_command = pulumi.Output.from_input(args.namespace).apply(
             lambda ns: port_forward_command(ns, head_service)
         )
+        self.dashboard_token_command = pulumi.Output.from_input(args.namespace).apply(
+            lambda ns: dashboard_token_command(ns, args.cluster_name)
+        )
         self.register_outputs(
             {
                 "cluster_name": self.cluster_name,
                 "head_service": self.head_service,
                 "port_forward_command": self.port_forward_command,
+                "dashboard_token_command": self.dashboard_token_command,
                 "smoke_job": self.smoke_job,
                 "queued_run_manifest": self.queued_run_manifest,
             }
@@ -281,6 +290,9 @@ class RayWorkload(pulumi.ComponentResource):
             # Submitted over the dashboard's HTTP API: no extra submitter pod pulling
             # the 25 GB image onto the system pool.
             "submissionMode": "HTTPMode",
+            # A job that never starts (no capacity for its workers, an image that does not
+            # pull) fails and gives its nodes back instead of waiting forever.
+            "preRunningDeadlineSeconds": job.start_deadline_seconds,
         }
         if args.rdma is not None:
             # The driver starts on an RDMA worker, in the gIB environment its shell sets up.
@@ -364,7 +376,7 @@ class RayWorkload(pulumi.ComponentResource):
                             "image": args.image,
                             "ports": [
                                 {"containerPort": 6379, "name": "gcs-server"},
-                                {"containerPort": 8265, "name": "dashboard"},
+                                {"containerPort": DASHBOARD_PORT, "name": "dashboard"},
                                 {"containerPort": 10001, "name": "client"},
                             ],
                             "env": env,
@@ -459,6 +471,11 @@ class RayWorkload(pulumi.ComponentResource):
         }
         return {
             "rayVersion": args.ray_version,
+            # The dashboard takes job submissions (code on the GPU nodes) and serves every
+            # actor's runtime env: KubeRay generates a token Secret named after the cluster,
+            # gives its pods RAY_AUTH_MODE/RAY_AUTH_TOKEN and sends the token itself; everyone
+            # else must present it (planning.ray.dashboard_token_command).
+            "authOptions": {"mode": "token"},
             # With an autoscaling GPU pool, Ray asks for workers and GKE adds nodes for them.
             "enableInTreeAutoscaling": min_replicas != max_replicas,
             "headGroupSpec": head,

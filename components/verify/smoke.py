@@ -24,7 +24,17 @@ from components.verify.gates import (
     scripts_config_map,
     verdict_holder,
 )
-from planning.verify import GATE_LABEL, GATE_MOUNT, SMOKE_GATE, SMOKE_SCRIPT, SmokePlan, smoke_env
+from planning.ray import DASHBOARD_TOKEN_KEY
+from planning.verify import (
+    DASHBOARD_TOKEN_DIR,
+    DASHBOARD_TOKEN_NAME,
+    GATE_LABEL,
+    GATE_MOUNT,
+    SMOKE_GATE,
+    SMOKE_SCRIPT,
+    SmokePlan,
+    smoke_env,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,6 +47,8 @@ class SmokeGateArgs:
     """verify/gates/grpo_smoke.py."""
     dashboard_service: str
     """The RayCluster's head Service (dashboard on 8265)."""
+    dashboard_token_secret: str
+    """The Secret KubeRay generates for the RayCluster in token mode (its name)."""
     node_selector: pulumi.Input[Mapping[str, str]]
     """The system pool's: the gate needs no GPU, the run takes one from the RayCluster."""
     after: Sequence[pulumi.Resource] = ()
@@ -96,6 +108,7 @@ class GrpoSmokeGate(pulumi.ComponentResource):
             "volume_mounts": [
                 {"name": "gates", "mountPath": GATE_MOUNT, "readOnly": True},
                 {"name": "tmp", "mountPath": "/tmp"},
+                {"name": "dashboard-token", "mountPath": DASHBOARD_TOKEN_DIR, "readOnly": True},
             ],
             "image_pull_policy": "Always",
             "security_context": {**MEASURE_SECURITY, **NON_ROOT},
@@ -136,6 +149,19 @@ class GrpoSmokeGate(pulumi.ComponentResource):
                         "volumes": [
                             {"name": "gates", "configMap": {"name": script.metadata.name}},
                             {"name": "tmp", "emptyDir": {}},
+                            {
+                                # Only the token's key: the gate sends it to the dashboard.
+                                "name": "dashboard-token",
+                                "secret": {
+                                    "secretName": args.dashboard_token_secret,
+                                    "items": [
+                                        {
+                                            "key": DASHBOARD_TOKEN_KEY,
+                                            "path": DASHBOARD_TOKEN_NAME,
+                                        }
+                                    ],
+                                },
+                            },
                         ],
                     },
                 },

@@ -20,6 +20,7 @@ from ray.job_submission import JobStatus, JobSubmissionClient
 
 from tests.ray_one_node import (
     CLEAN_ENV,
+    RayNode,
     b200_smoke_fixture,
     needs_nemo_rl_configs,
     ray_node_fixture,
@@ -44,15 +45,14 @@ ray_node = ray_node_fixture("127.102.0.1")
     ],
 )
 def test_the_environment_ray_gives_a_placed_driver_fails_the_smoke_with_its_error(
-    ray_node: tuple[str, Path], b200_smoke: Any, tmp_path: Path, clean_up: str, error: str
+    ray_node: RayNode, b200_smoke: Any, tmp_path: Path, clean_up: str, error: str
 ) -> None:
     """What Ray's job manager gives a driver with entrypoint resources, forwarded by NeMo RL to
     `ray.init` and to every actor, is refused by Ray itself: the run dies in its first seconds,
     and the gate's verdict carries the driver's own error."""
-    url, _ = ray_node
     script = shlex.split(smoke_env_of(b200_smoke)["ENTRYPOINT"])[2]
     before = f"bash -c {shlex.quote(clean_up + script.removeprefix(CLEAN_ENV))}"
-    proc, message = run_gate(url, b200_smoke, tmp_path, ENTRYPOINT=before,
+    proc, message = run_gate(ray_node, b200_smoke, tmp_path, ENTRYPOINT=before,
                              GATE_RUN_ID=f"{len(clean_up):08x}-uid")  # fmt: skip
     assert proc.returncode == 1, proc.stdout[-4000:]
     first = message.splitlines()[0]
@@ -62,14 +62,14 @@ def test_the_environment_ray_gives_a_placed_driver_fails_the_smoke_with_its_erro
 
 
 def test_a_run_that_outlives_the_deadline_is_stopped(
-    ray_node: tuple[str, Path], b200_smoke: Any, tmp_path: Path
+    ray_node: RayNode, b200_smoke: Any, tmp_path: Path
 ) -> None:
-    url, _ = ray_node
-    proc, message = run_gate(url, b200_smoke, tmp_path, ENTRYPOINT="sleep 600",
+    url = ray_node.url
+    proc, message = run_gate(ray_node, b200_smoke, tmp_path, ENTRYPOINT="sleep 600",
                              DEADLINE_SECONDS="4", GATE_RUN_ID="0000dead-uid")  # fmt: skip
     assert proc.returncode == 1
     assert "job_status TIMEOUT" in message.splitlines()[0]
-    client = JobSubmissionClient(url)
+    client = JobSubmissionClient(url, headers=ray_node.headers())
     submission = f"{smoke_env_of(b200_smoke)['SUBMISSION_PREFIX']}-0000dead"
     deadline = time.monotonic() + 30
     while client.get_job_status(submission) != JobStatus.STOPPED:  # the GPUs are given back
@@ -78,14 +78,13 @@ def test_a_run_that_outlives_the_deadline_is_stopped(
 
 
 def test_ray_refuses_a_submission_id_it_has_seen_and_a_new_job_submits_anew(
-    ray_node: tuple[str, Path], b200_smoke: Any, tmp_path: Path
+    ray_node: RayNode, b200_smoke: Any, tmp_path: Path
 ) -> None:
-    url, _ = ray_node
-    first, _ = run_gate(url, b200_smoke, tmp_path / "a", ENTRYPOINT="true",
+    first, _ = run_gate(ray_node, b200_smoke, tmp_path / "a", ENTRYPOINT="true",
                         GATE_RUN_ID="0000000a-uid")  # fmt: skip
-    again, message = run_gate(url, b200_smoke, tmp_path / "b", ENTRYPOINT="true",
+    again, message = run_gate(ray_node, b200_smoke, tmp_path / "b", ENTRYPOINT="true",
                               GATE_RUN_ID="0000000a-uid")  # fmt: skip
-    replaced, _ = run_gate(url, b200_smoke, tmp_path / "c", ENTRYPOINT="true",
+    replaced, _ = run_gate(ray_node, b200_smoke, tmp_path / "c", ENTRYPOINT="true",
                            GATE_RUN_ID="0000000c-uid")  # fmt: skip
     assert (first.returncode, again.returncode, replaced.returncode) == (0, 1, 0)
     # Real Ray answers a seen id with HTTP 500 and its traceback (not 400).

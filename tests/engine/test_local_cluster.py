@@ -13,6 +13,7 @@ in order, and restore every stack file (and program file) they touch.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -20,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -183,12 +185,21 @@ def gate_scripts_running() -> list[str]:
     return found
 
 
-def cluster_http(url: str, timeout: float = 30) -> Any:
+def cluster_http(url: str, timeout: float = 30, headers: dict[str, str] | None = None) -> Any:
     """GET a Service by its cluster DNS name, through the test bed's cluster network."""
     proxy = (ROOT / "cluster-network-proxy").read_text().strip()
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy}))
-    with opener.open(url, timeout=timeout) as answer:
+    request = urllib.request.Request(url, headers=headers or {})  # noqa: S310 - a test URL
+    with opener.open(request, timeout=timeout) as answer:
         return json.loads(answer.read())
+
+
+def dashboard_headers(cluster: str = "nemo-rl", namespace: str = "nemo-rl") -> dict[str, str]:
+    """The Ray dashboard's token from the Secret KubeRay generated for the cluster, as the
+    README's rayDashboardTokenCommand reads it."""
+    secret = kube("get", "secret", cluster, "-n", namespace)
+    token = base64.b64decode(secret["data"]["auth_token"]).decode()
+    return {"Authorization": f"Bearer {token}"}
 
 
 def ray_pods(namespace: str = "nemo-rl", cluster: str = "") -> list[dict[str, Any]]:
@@ -360,9 +371,16 @@ def test_kuberay_reconciles_the_raycluster_onto_the_right_nodes(b200: str) -> No
             == "ready"
         ),
     )
-    # The head Service reaches the real dashboard: Ray's own view of its nodes.
+    # The head Service reaches the real dashboard, which wants the token KubeRay generated
+    # (token mode): refused without it; with it, Ray's own view of its nodes.
+    (owner,) = kube("get", "secret", "nemo-rl", "-n", "nemo-rl")["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"]) == ("RayCluster", "nemo-rl")
     head = f"http://{service['metadata']['name']}.nemo-rl.svc.cluster.local:8265"
-    nodes = cluster_http(f"{head}/api/v0/nodes?detail=1")["data"]["result"]["result"]
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        cluster_http(f"{head}/api/v0/nodes?detail=1")
+    assert refused.value.code == 401
+    answer = cluster_http(f"{head}/api/v0/nodes?detail=1", headers=dashboard_headers())
+    nodes = answer["data"]["result"]["result"]
     alive = [n for n in nodes if n["state"] == "ALIVE"]
     assert len(alive) == 3
     workers_seen = [n for n in alive if not n["is_head_node"]]
@@ -783,6 +801,14 @@ def test_the_grpo_rayjob_succeeds_with_every_worker_on_a_gpu_with_gib(b200: str)
         assert sorted(map(sorted, by_pod.values())) == [[str(g) for g in range(8)]] * 2
         checkpoints = (ROOT / "ray-pods").glob(f"n/volumes/*/*/nemo-rl/runs/{run}/checkpoints/*")
         assert [c.name for c in checkpoints] == ["step_10"]
+        # NeMo RL copied the driver's environment into every actor, which the State API
+        # serves to whoever has the dashboard's token: the run's token is in none of them.
+        head = "http://nemo-rl-head-svc.nemo-rl.svc.cluster.local:8265"
+        listing = json.dumps(
+            cluster_http(f"{head}/api/v0/actors?detail=1&limit=1000", headers=dashboard_headers())
+        )
+        assert listing.count('"class_name": "_Worker"') >= 16
+        assert "hf_fake_not_real" not in listing
     finally:
         must(
             pulumi(b200, "config", "set", "--path", "nemo-rl-gke:ray.job.enabled", "false", env=env)
@@ -1347,6 +1373,10 @@ def test_dev_runs_its_grpo_job_on_its_own_cluster_and_a_plain_destroy_leaves_no_
     run = json.loads(must(pulumi("dev", "stack", "output", "--json", env=env)).stdout)["grpoRun"]
     job = wait_for_rayjob(run)
     assert job["spec"]["backoffLimit"] == 3  # a preempted Spot node: run again, resume
+    assert job["spec"]["preRunningDeadlineSeconds"] == 3600  # the real operator took it
+    # Its own cluster's dashboard wants KubeRay's token too: the operator's HTTPMode
+    # submission and status polling went through with it.
+    assert job["spec"]["rayClusterSpec"]["authOptions"] == {"mode": "token"}
     assert job["status"]["jobStatus"] == "SUCCEEDED", json.dumps(job["status"], indent=1)
     workers = run_workers(run)
     assert len(workers) == 2  # one L4 on each of the job cluster's two workers

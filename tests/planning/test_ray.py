@@ -13,6 +13,7 @@ from planning.ray import (
     IMAGE_CUDA,
     IMAGE_RAY,
     GrpoRun,
+    dashboard_token_command,
     gib_setup_steps,
     gpu_shell_setup,
     grpo_entrypoint,
@@ -144,12 +145,17 @@ def test_v05_entrypoint_uses_the_tutorials_dataset_overrides() -> None:
 
 def test_submit_command_runs_the_same_script() -> None:
     planned = run(rdma=True, tuner_config="tuner_config_a4.txtpb")
-    command = submit_command(planned)
+    fetch = dashboard_token_command("nemo-rl", "nemo-rl")
+    assert fetch == (
+        "kubectl -n nemo-rl get secret nemo-rl -o jsonpath='{.data.auth_token}' | base64 -d"
+    )
+    command = submit_command(planned, fetch)
     words = shlex.split(command)
-    assert words[:4] == ["ray", "job", "submit", "--address"]
+    assert words[:2] == ["RAY_AUTH_MODE=token", f"RAY_AUTH_TOKEN=$({fetch})"]
+    assert words[2:6] == ["ray", "job", "submit", "--address"]
     assert words[words.index("--entrypoint-resources") + 1] == '{"nemo_rl_gib": 1}'
     assert words[-3:] == ["bash", "-c", shlex.split(grpo_entrypoint(planned))[-1]]
-    assert "--entrypoint-resources" not in submit_command(run())
+    assert "--entrypoint-resources" not in submit_command(run(), fetch)
 
 
 @pytest.mark.parametrize(

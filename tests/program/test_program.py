@@ -440,6 +440,8 @@ def test_a_job_on_an_autoscaling_pool_brings_up_its_own_workers(tmp_path: Path) 
     # A preempted Spot node fails the run; KubeRay runs it again on a new cluster, and the run
     # resumes from its checkpoints (on by default, in the run's own folder).
     assert spec["backoffLimit"] == 3
+    # Workers that never come up (no capacity, an image that does not pull) fail the job.
+    assert spec["preRunningDeadlineSeconds"] == 3600
     assert "checkpointing.enabled=true" in spec["entrypoint"]
     assert "checkpointing.checkpoint_dir=/data/nemo-rl/runs/grpo-gsm8k-" in spec["entrypoint"]
     (workers,) = spec["rayClusterSpec"]["workerGroupSpecs"]
@@ -463,6 +465,7 @@ def test_a_job_on_a_fixed_reserved_pool_uses_the_stack_s_raycluster(tmp_path: Pa
     assert spec["clusterSelector"] == {"ray.io/cluster": "nemo-rl"}
     assert "rayClusterSpec" not in spec
     assert "backoffLimit" not in spec  # KubeRay refuses it with clusterSelector
+    assert spec["preRunningDeadlineSeconds"] == 3600
     workers = records["ray-cluster"].inputs["spec"]["workerGroupSpecs"][0]["replicas"]
     assert f"cluster.num_nodes={int(workers)}" in spec["entrypoint"]
     meta = records["ray-job"].inputs["metadata"]
@@ -520,8 +523,12 @@ def test_ray_outputs(b200: Result) -> None:
         exports["rayDashboardCommand"].value
         == "kubectl -n nemo-rl port-forward svc/nemo-rl-head-svc 8265:8265"
     )
+    fetch = "kubectl -n nemo-rl get secret nemo-rl -o jsonpath='{.data.auth_token}' | base64 -d"
+    assert exports["rayDashboardTokenCommand"].value == fetch
+    # Ray's client sends the dashboard's token when told the cluster uses tokens.
     assert exports["grpoSubmitCommand"].value.startswith(
-        "ray job submit --address http://localhost:8265"
+        f'RAY_AUTH_MODE=token RAY_AUTH_TOKEN="$({fetch})" ray job submit --address'
+        " http://localhost:8265"
     )
 
 

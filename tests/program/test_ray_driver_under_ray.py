@@ -14,14 +14,20 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
-from ray.job_submission import JobSubmissionClient
+import pytest
+from ray.job_submission import JobStatus, JobSubmissionClient
 
 from planning.ray import GIB_RESOURCE
 from tests.ray_one_node import (
     CLEAN_ENV,
+    FAKE_HF_TOKEN,
+    RayNode,
     b200_smoke_fixture,
     needs_nemo_rl_configs,
     ray_node_fixture,
@@ -37,19 +43,21 @@ ray_node = ray_node_fixture("127.102.0.2")
 
 
 def test_the_smoke_gate_passes_on_a_real_ray_head_with_gpu_and_gib(
-    ray_node: tuple[str, Path], b200_smoke: Any, tmp_path: Path
+    ray_node: RayNode, b200_smoke: Any, tmp_path: Path
 ) -> None:
-    url, data = ray_node
+    url, data = ray_node.url, ray_node.data
     env = smoke_env_of(b200_smoke)
     assert json.loads(env["ENTRYPOINT_RESOURCES"]) == {GIB_RESOURCE: 1}
     assert shlex.split(env["ENTRYPOINT"])[2].startswith(CLEAN_ENV)
-    proc, message = run_gate(url, b200_smoke, tmp_path)
+    proc, message = run_gate(ray_node, b200_smoke, tmp_path)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
     assert message.startswith("grpo-smoke gate passed on 1 GPU: job_status SUCCEEDED")
     assert f"Ray 2.55.1 answers at {url}" in proc.stdout
     assert "NeMo RL stand-in" in proc.stdout  # the job's log tail is in the pod's log
     # One submission, of exactly the rendered entrypoint, under the Job's own id.
-    job = JobSubmissionClient(url).get_job_info(f"{env['SUBMISSION_PREFIX']}-6f1d2c3b")
+    job = JobSubmissionClient(url, headers=ray_node.headers()).get_job_info(
+        f"{env['SUBMISSION_PREFIX']}-6f1d2c3b"
+    )
     assert job.entrypoint == env["ENTRYPOINT"]
     assert job.metadata == {"nemo-rl-gke/gate": "grpo-smoke"}
     (workers,) = [json.loads(p.read_text()) for p in data.glob("nemo-rl/runs/*/logs/*.json")]
@@ -59,3 +67,64 @@ def test_the_smoke_gate_passes_on_a_real_ray_head_with_gpu_and_gib(
     assert worker["nccl"]["NCCL_NET"] == "gIB"
     assert worker["gib_plugin_present"] is True
     assert worker["model_cached"] is True  # downloaded once by the driver, before the workers
+
+    # NeMo RL copies the driver's environment into every actor's runtime env, which the State
+    # API serves: the dashboard wants its token, and the run's token is in none of them.
+    actors = f"{url}/api/v0/actors?detail=1"
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(actors, timeout=30)  # noqa: S310 - the local head
+    assert refused.value.code == 401
+    request = urllib.request.Request(actors, headers=ray_node.headers())  # noqa: S310
+    with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
+        listing = answer.read().decode()
+    assert "_Worker" in listing
+    assert "serialized_runtime_env" in listing
+    assert FAKE_HF_TOKEN not in listing
+
+
+def test_the_smoke_gate_without_the_dashboard_s_token_is_refused_at_once(
+    ray_node: RayNode, b200_smoke: Any, tmp_path: Path
+) -> None:
+    """A gate with no token or a wrong one fails on its first request (Ray answers 401 and 403),
+    naming the refusal, instead of waiting out its deadline."""
+    (tmp_path / "wrong").write_text("not-the-token", encoding="utf-8")
+    for token_file, code in (("", 401), (str(tmp_path / "wrong"), 403)):
+        started = time.monotonic()
+        proc, message = run_gate(
+            ray_node, b200_smoke, tmp_path / "gate", DASHBOARD_TOKEN_FILE=token_file
+        )
+        assert proc.returncode == 1
+        assert time.monotonic() - started < 30
+        first = message.splitlines()[0]
+        assert f"refused the gate: HTTP {code}" in first, first
+
+
+def test_the_smoke_does_not_run_beside_a_run_that_holds_the_gpus(
+    ray_node: RayNode, b200_smoke: Any, tmp_path: Path
+) -> None:
+    """A job that is not a gate's (the RayJob's run, submitted by KubeRay) runs on the head: the
+    smoke is skipped at once, naming it, instead of waiting for a GPU until NeMo RL gives up
+    and the gate fails `pulumi up`."""
+    client = JobSubmissionClient(ray_node.url, headers=ray_node.headers())
+    run = client.submit_job(entrypoint="sleep 120", submission_id="grpo-run-0001")
+    try:
+        deadline = time.monotonic() + 60
+        while client.get_job_status(run) != JobStatus.RUNNING:
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+        proc, message = run_gate(ray_node, b200_smoke, tmp_path, GATE_RUN_ID="5e1f0000-uid")
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        first = message.splitlines()[0]
+        assert first.startswith("grpo-smoke gate skipped on 1 GPU: ray_job_holding_gpus"), first
+        assert "Ray job grpo-run-0001 is RUNNING" in first
+        assert "RESULT grpo-smoke ray_job_holding_gpus grpo-run-0001 = none id SKIP" in message
+        # Nothing was submitted for the smoke.
+        env = smoke_env_of(b200_smoke)
+        smoke = f"{env['SUBMISSION_PREFIX']}-5e1f0000"
+        assert smoke not in [j.submission_id for j in client.list_jobs()]
+    finally:
+        client.stop_job(run)
+        deadline = time.monotonic() + 60
+        while client.get_job_status(run) not in (JobStatus.STOPPED, JobStatus.FAILED):
+            assert time.monotonic() < deadline
+            time.sleep(0.5)

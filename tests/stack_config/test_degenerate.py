@@ -121,7 +121,7 @@ def test_every_accepted_config_plans(config: dict[str, Any]) -> None:
     run = cfg.grpo_run
     assert run.nodes >= 1
     grpo_entrypoint(run)
-    submit_command(run)
+    submit_command(run, "true")
     worker_size(cfg.gpu.profile)
     if settings_.grpo_smoke:
         plan_smoke(run, inputs, steps=settings_.smoke_steps, image="img:v1")

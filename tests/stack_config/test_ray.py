@@ -398,3 +398,16 @@ def test_a_run_asks_for_the_epochs_its_steps_need() -> None:
     # GSM8K's 7,473 rows at 64 prompts a step: 116 steps an epoch, so 500 steps take 5.
     assert "grpo.max_num_steps=500" in overrides
     assert "grpo.max_num_epochs=5" in overrides
+
+
+@pytest.mark.parametrize("seconds", [0, 59, 7 * 24 * 3600 + 1])
+def test_a_start_deadline_that_would_fail_every_run_or_never_fire_is_refused(seconds: int) -> None:
+    """Below a minute no run starts (nodes, image pull); past a week it never frees nodes."""
+    err = refused(ray={"job": {"preRunningDeadlineSeconds": seconds}})
+    assert err.key == "nemo-rl-gke:ray.job.preRunningDeadlineSeconds"
+
+
+def test_the_start_deadline_reaches_the_run_s_plan() -> None:
+    cfg = load_stack_config(values(ray={"job": {"preRunningDeadlineSeconds": 900}}), "dev", [])
+    assert cfg.ray.job.pre_running_deadline_seconds == 900
+    assert load_stack_config(values(), "dev", []).ray.job.pre_running_deadline_seconds == 3600

@@ -93,3 +93,22 @@ def test_after_a_failed_update_the_newest_job_of_a_gate_is_read() -> None:
         "nccl": "verify-nccl-x",
         "grpo-smoke": "verify-grpo-smoke-a",
     }
+
+
+def test_a_skipped_smoke_is_shown_as_skipped_and_fails_nothing() -> None:
+    """The smoke that found a training run on the RayCluster: its Job completed, its row says
+    SKIP with the run's id, its verdict line says why, and `make verify` exits 0."""
+    message = (
+        "grpo-smoke gate skipped on 1 GPU: ray_job_holding_gpus grpo-run-0001 id (= none) - Ray"
+        " job grpo-run-0001 is RUNNING on the RayCluster\n"
+        "RESULT grpo-smoke ray_job_holding_gpus grpo-run-0001 = none id SKIP 1 GPU\n"
+    )
+    jobs = {"grpo-smoke": "verify-grpo-smoke-1"}
+    reports = report(jobs, [job("verify-grpo-smoke-1", "Complete")],
+                     [pod("verify-grpo-smoke-1", 0, message, "Succeeded")])  # fmt: skip
+    assert exit_code(reports) == 0
+    text = table(reports)
+    row = next(line for line in text.splitlines() if "ray_job_holding_gpus" in line)
+    assert row.split()[-1] == "SKIP"
+    assert "grpo-run-0001" in row
+    assert "grpo-smoke gate skipped on 1 GPU" in text

@@ -97,14 +97,21 @@ class Gate:
         )
         return ok
 
+    def skip(self, metric: str, value: str) -> None:
+        """Record why the gate did not run (verdict SKIP: neither a pass nor a failure)."""
+        self.results.append((metric, value, "=", "none", "id", "SKIP"))
+        print(f"{self.name}: {metric} = {value}: SKIP")
+
     def finish(self, detail: str = "") -> int:
-        """Write the verdict line and the RESULT lines; 0 when every measurement passed."""
+        """Write the verdict line and the RESULT lines; 0 when nothing failed."""
         failed = [r for r in self.results if r[5] == "FAIL"]
         shown = failed or self.results
         parts = "; ".join(
             f"{m} {v} {u} ({'needs ' if failed else ''}{op} {t})" for m, v, op, t, u, _ in shown
         )
-        head = f"{self.name} gate {'FAILED' if failed else 'passed'} on {self.scope}: {parts}"
+        skipped = any(r[5] == "SKIP" for r in self.results)
+        verdict = "FAILED" if failed else "skipped" if skipped else "passed"
+        head = f"{self.name} gate {verdict} on {self.scope}: {parts}"
         if detail:
             head += f" - {detail}"
         lines = [head] + [
@@ -122,14 +129,36 @@ class Gate:
         return 1 if failed else 0
 
 
+def running_jobs(listed: Any) -> list[dict[str, Any]]:
+    """The Ray jobs (GET /api/jobs/) that are pending or running and are not a gate's own
+    submission (those carry the gate's metadata and end at its deadline)."""
+    return [
+        job
+        for job in listed or []
+        if job.get("status") in ("PENDING", "RUNNING")
+        and "nemo-rl-gke/gate" not in (job.get("metadata") or {})
+    ]
+
+
+def dashboard_token() -> str:
+    """The dashboard's token, from the file of KubeRay's Secret (DASHBOARD_TOKEN_FILE); empty
+    when no file is named (a RayCluster without token auth)."""
+    path = os.environ.get("DASHBOARD_TOKEN_FILE", "")
+    if not path:
+        return ""
+    with open(path, encoding="utf-8") as handle:
+        return handle.read().strip()
+
+
 def call(base: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-    """One request to Ray's dashboard; the decoded JSON answer."""
+    """One request to Ray's dashboard, with its token; the decoded JSON answer."""
     data = json.dumps(body).encode() if body is not None else None
+    headers = {"Content-Type": "application/json"} if data else {}
+    token = dashboard_token()
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
     request = urllib.request.Request(  # noqa: S310 - the RayCluster's own http address
-        base.rstrip("/") + path,
-        data=data,
-        method=method,
-        headers={"Content-Type": "application/json"} if data else {},
+        base.rstrip("/") + path, data=data, method=method, headers=headers
     )
     with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
         return json.loads(answer.read().decode() or "null")
@@ -155,10 +184,33 @@ def main() -> int:
             print(f"{gate.name}: Ray {version.get('ray_version', '?')} answers at {base}")
             break
         except (OSError, ValueError) as problem:
+            if isinstance(problem, urllib.error.HTTPError) and problem.code in (401, 403):
+                # Waiting would not help: the token is KubeRay's for this RayCluster, or none.
+                gate.result("job_status", "", "=", "SUCCEEDED", "name")
+                return gate.finish(
+                    f"the Ray dashboard at {base} refused the gate: HTTP {problem.code} (token"
+                    f" file {os.environ.get('DASHBOARD_TOKEN_FILE') or 'not set'})"
+                )
             if time.monotonic() > deadline:
                 gate.result("job_status", "", "=", "SUCCEEDED", "name")
                 return gate.finish(f"the Ray dashboard at {base} never answered ({problem})")
             time.sleep(poll)
+
+    # A run on the RayCluster holds its GPUs: the smoke would wait for one and fail `pulumi up`
+    # (NeMo RL gives up on its placement groups after 180 s). It does not run beside a run.
+    try:
+        holding = running_jobs(call(base, "GET", "/api/jobs/"))
+    except (OSError, ValueError) as problem:
+        print(f"{gate.name}: could not list the RayCluster's jobs ({problem}); submitting")
+        holding = []
+    if holding:
+        job = holding[0]
+        name = str(job.get("submission_id") or job.get("job_id"))
+        gate.skip("ray_job_holding_gpus", name)
+        return gate.finish(
+            f"Ray job {name} is {job.get('status')} on the RayCluster (a training run holds its"
+            " GPUs): the smoke did not run; `pulumi up --replace` its Job once the run ends"
+        )
 
     body: dict[str, Any] = {
         "entrypoint": os.environ["ENTRYPOINT"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 
 from planning.naming import base_labels
-from planning.ray import submit_command
+from planning.ray import curves_command, submit_command
 from program.apis import build_apis
 from program.cluster import build_gke, read_engine_versions
 from program.guard import REPLACEMENT_EXPORT, stop_surprise_replacements
@@ -77,6 +77,12 @@ pulumi.export(
     "grpoSubmitCommand",
     ray.workload.dashboard_token_command.apply(lambda token: submit_command(ray.run, token)),
 )
+pulumi.export(
+    "grpoCurvesCommand",
+    pulumi.Output.all(volumes.identity.namespace, ray.workload.cluster_name).apply(
+        lambda names: curves_command(names[0], names[1], ray.run)
+    ),
+)
 if queue is not None:
     pulumi.export("kueueLocalQueue", queue.queue.local_queue)
     pulumi.export("kueueClusterQueue", queue.queue.cluster_queue)
@@ -87,6 +93,8 @@ if cfg.ray.job.enabled:
     pulumi.export("grpoCheckpointDir", ray.run.checkpoint_dir)
 # Gate -> Job name (the GRPO smoke's too): what `make verify` reads.
 gate_jobs = [verification.jobs] if verification is not None else []
+if ray.workload.job_nccl_job is not None:
+    gate_jobs.append(ray.workload.job_nccl_job.apply(lambda job: {"job-nccl": job}))
 if ray.workload.smoke_job is not None:
     gate_jobs.append(ray.workload.smoke_job.apply(lambda job: {"grpo-smoke": job}))
 if gate_jobs:

@@ -265,6 +265,9 @@ def grpo_overrides(run: GrpoRun) -> list[str]:
             else ["checkpointing.enabled=false"]
         ),
         f"logger.log_dir={run.log_dir}",
+        # NeMo RL initialises no logger by default: loss, reward and accuracy would only be
+        # printed. TensorBoard writes them under the run's logs, on the shared volume.
+        "logger.tensorboard_enabled=true",
         *gsm8k_overrides(run.image),
         f"logger.wandb_enabled={str(run.wandb).lower()}",
     ]
@@ -494,7 +497,38 @@ def grpo_script_text(run: GrpoRun) -> str:
         ]
     )
     config = shlex.quote(run.config)
-    return f"{steps} && uv run python {grpo_script(run.image)} --config {config} {args}"
+    # The driver's output is kept with the run (Ray keeps it in the pod's temporary folder,
+    # lost with the pod). The script's status is the run's: pipefail, and a log that cannot be
+    # written (tee still passes the output on) fails nothing.
+    log = shlex.quote(driver_log(run))
+    return (
+        f"{steps} && set -o pipefail && uv run python {grpo_script(run.image)} --config {config}"
+        f" {args} 2>&1 | {{ tee -a {log} || true; }}"
+    )
+
+
+def driver_log(run: GrpoRun) -> str:
+    """Where the driver's output goes, beside NeMo RL's own logs (appended per attempt)."""
+    return f"{run.log_dir}/driver.log"
+
+
+TENSORBOARD_PORT = 6006
+
+
+def curves_command(namespace: str, cluster: str, run: GrpoRun) -> str:
+    """TensorBoard over the run's logs, started on the Ray head (the image has it: NeMo RL's
+    logger writes with it) on the pod's loopback only, reached through a port-forward: nothing
+    is opened to the cluster."""
+    head = f"ray.io/cluster={cluster},ray.io/node-type=head"
+    board = (
+        f"cd {NEMO_RL_DIR} && nohup uv run tensorboard --logdir {shlex.quote(run.log_dir)}"
+        f" --host 127.0.0.1 --port {TENSORBOARD_PORT} > /tmp/tensorboard.log 2>&1 &"
+    )
+    return (
+        f"HEAD=$(kubectl -n {namespace} get pod -l {head} -o name) && kubectl -n {namespace} exec"
+        f' "$HEAD" -c ray-head -- bash -c {shlex.quote(board)} && kubectl -n {namespace}'
+        f' port-forward "$HEAD" {TENSORBOARD_PORT}:{TENSORBOARD_PORT}'
+    )
 
 
 def grpo_entrypoint(run: GrpoRun) -> str:

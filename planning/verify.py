@@ -27,6 +27,9 @@ GATES_DIR = Path(__file__).resolve().parents[1] / "verify" / "gates"
 GATE_MOUNT = "/gates"
 GATE_LABEL: Final = "nemo-rl-gke/gate"
 """Label of every gate Job and pod (what `make verify` and the test bed select on)."""
+RAY_GATE_LABEL: Final = "nemo-rl-gke/ray-job-gate"
+"""Label (value "true") of the pods of the gates that call the Ray dashboard (the GRPO smoke,
+the job NCCL gate): the dashboard's NetworkPolicy admits them."""
 GateName = Literal["gpu-health", "rdma", "nccl", "storage"]
 GATE_ORDER: Final[tuple[GateName, ...]] = ("gpu-health", "rdma", "nccl", "storage")
 """Gates run one after another: the first failure stops the update, and a measurement never
@@ -153,6 +156,8 @@ class GateSettings:
     """Per-gate overrides of TIMEOUTS, in seconds."""
     grpo_smoke: bool = False
     smoke_steps: int = 3
+    job_nccl: bool = True
+    """NCCL with the run's own image across the RayCluster's GPU workers (planning.job_nccl)."""
 
 
 @dataclass(frozen=True)
@@ -203,7 +208,8 @@ def fio_file_size_mib(target: StorageTarget, nodes: int) -> int:
     return max(64, min(FIO_MAX_FILE_MIB, int(share)))
 
 
-def _fingerprint(parts: object) -> str:
+def fingerprint_of(parts: object) -> str:
+    """A short hash of what a gate proves: its Job's name changes with any of it."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:8]
 
 
@@ -222,7 +228,7 @@ def _plan(
 ) -> GatePlan:
     scripts = gate_scripts()
     script = f"{gate.replace('-', '_')}.sh"
-    fingerprint = _fingerprint(
+    fingerprint = fingerprint_of(
         {
             "gate": gate,
             "scripts": [scripts["common.sh"], scripts[script]],
@@ -468,7 +474,7 @@ def plan_smoke(
     entrypoint = grpo_entrypoint(run)
     resources = {GIB_RESOURCE: 1} if run.rdma else {}
     script = smoke_script()
-    fingerprint = _fingerprint(
+    fingerprint = fingerprint_of(
         {
             "gate": SMOKE_GATE,
             "script": script,

@@ -243,6 +243,9 @@ subnet_flow_logs = stack_policy(
 )
 
 SENSITIVE_ENV = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE_KEY)", re.I)
+WHERE_IT_IS = re.compile(r"_(FILE|PATH|DIR)$", re.I)
+"""A name that says where a secret is (HF_TOKEN_PATH, DASHBOARD_TOKEN_FILE): its value is a
+path to a mounted Secret's file, which is how a secret should reach a process."""
 
 
 def _containers(value: Any) -> Iterator[Mapping[str, Any]]:
@@ -272,7 +275,11 @@ def _secrets_by_reference(args: ResourceValidationArgs, config: Config) -> Itera
             name = get_str(env, "name") or ""
             # Presence of `value` is the violation; its content may be unknown, so only the
             # keys are looked at.
-            if SENSITIVE_ENV.search(name) and has_key(env, "value"):
+            if (
+                SENSITIVE_ENV.search(name)
+                and not WHERE_IT_IS.search(name)
+                and has_key(env, "value")
+            ):
                 yield (
                     f"container {get_str(container, 'name')!r} sets {name} as a literal; read it"
                     " from a Secret (valueFrom.secretKeyRef) filled from a Pulumi secret"

@@ -10,6 +10,7 @@ import pulumi
 from components.gpu_pool.pod import RdmaWiring
 from components.ray.operator import KubeRayOperator, KubeRayOperatorArgs
 from components.ray.workload import RayJobPlan, RayWorkload, RayWorkloadArgs
+from planning.job_nccl import plan_job_nccl
 from planning.ray import GrpoRun, grpo_entrypoint, worker_size
 from planning.verify import plan_smoke, smoke_script
 from planning.versions import VERSIONS
@@ -102,6 +103,14 @@ def build_ray(
         else None
     )
     low = autoscaling.min if autoscaling else cfg.gpu.max_nodes
+    job_nccl = plan_job_nccl(
+        run,
+        verify_inputs(cfg),
+        settings,
+        workers=low,
+        image=VERSIONS.smoke_gate_image.value,
+        timeout_seconds=settings.timeouts.get("job-nccl"),
+    )
     # A queued RayCluster has a fixed size: Kueue admits it whole, and refuses Ray's in-tree
     # autoscaling on a workload with a topology placement.
     high = low if queue is not None else cfg.gpu.max_nodes
@@ -133,7 +142,8 @@ def build_ray(
             secrets=secrets,
             job=job,
             smoke=smoke,
-            smoke_script=smoke_script() if smoke is not None else "",
+            job_nccl=job_nccl,
+            smoke_script=smoke_script() if smoke is not None or job_nccl is not None else "",
             operator=[operator] if operator is not None else [],
             labels=labels,
             after=[*after, *(queue.ready if queue is not None else [])],

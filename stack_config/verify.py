@@ -122,6 +122,10 @@ class VerifyConfig(ConfigModel):
         default_factory=SmokeGate,
         description="A few GRPO steps on the RayCluster before the job starts (off by default).",
     )
+    job_nccl: GateSwitch = Field(
+        default_factory=GateSwitch,
+        description="NCCL of the NeMo RL image over every GPU of the RayCluster's workers.",
+    )
 
 
 def verify_enabled(verify: VerifyConfig, gpu: GpuConfig) -> bool:
@@ -142,6 +146,7 @@ def gate_settings(verify: VerifyConfig, gpu: GpuConfig) -> GateSettings:
             ("nccl", v.nccl),
             ("storage", v.storage),
             ("grpo-smoke", v.grpo_smoke),
+            ("job-nccl", v.job_nccl),
         )
         if gate.timeout_minutes is not None
     }
@@ -159,6 +164,7 @@ def gate_settings(verify: VerifyConfig, gpu: GpuConfig) -> GateSettings:
         timeouts=timeouts,
         grpo_smoke=on and v.grpo_smoke.enabled,
         smoke_steps=v.grpo_smoke.steps,
+        job_nccl=on and v.job_nccl.enabled,
     )
 
 

@@ -19,7 +19,7 @@ ROLE_NAMES: dict[str, frozenset[str]] = {
     "RDMA VPC and its subnets": RDMA,
     LUSTRE_VOLUME: frozenset({"lustre-volume-pv", "lustre-volume-pvc"}),
     "Lustre private services range": frozenset({"lustre-psa"}),
-    GATES_RERUN: GPU_GATES | {"verify-storage"},
+    GATES_RERUN: GPU_GATES | {"verify-storage", "ray-job-nccl-job"},
     STORAGE_GATE_RERUNS: frozenset({"verify-storage"}),
 }
 """What each "Recreated" entry of the table is in the b200 stack (logical names)."""

@@ -164,22 +164,24 @@ def ray_node_fixture(ip: str) -> Any:
     return ray_node
 
 
-def smoke_env_of(result: Any) -> dict[str, str]:
-    """The smoke gate container's environment (its plain values) in the rendered Job."""
-    (container,) = by_name(result)["ray-smoke-job"].inputs["spec"]["template"]["spec"]["containers"]
+def smoke_env_of(result: Any, job: str = "ray-smoke-job") -> dict[str, str]:
+    """A Ray job gate's container environment (its plain values) in the rendered Job: the
+    smoke's, or `ray-job-nccl-job`'s."""
+    (container,) = by_name(result)[job].inputs["spec"]["template"]["spec"]["containers"]
     return {e["name"]: e["value"] for e in container["env"] if "value" in e}
 
 
 def run_gate(
-    node: RayNode, result: Any, tmp: Path, **overrides: str
+    node: RayNode, result: Any, tmp: Path, job: str = "ray-smoke-job", **overrides: str
 ) -> tuple[subprocess.CompletedProcess[str], str]:
-    """verify/gates/grpo_smoke.py against the Ray head of `node`, with its token in the file the
-    rendered Job mounts from KubeRay's Secret: its end and termination message."""
+    """verify/gates/grpo_smoke.py with the environment of the rendered gate Job `job` against
+    the Ray head of `node`, with its token in the file the Job mounts from KubeRay's Secret:
+    its end and termination message."""
     tmp.mkdir(parents=True, exist_ok=True)
     token_file = tmp / "dashboard-token"
     token_file.write_text(node.token, encoding="utf-8")
     env = {
-        **smoke_env_of(result),
+        **smoke_env_of(result, job),
         "POD_NAMESPACE": "nemo-rl",
         "GATE_RUN_ID": "6f1d2c3b-4a5e-uid",
         "RAY_DASHBOARD": node.url,

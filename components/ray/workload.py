@@ -15,7 +15,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.gpu_pool.pod import GPU_CONTAINER_SECURITY, RdmaWiring, gpu_pod_parts
-from components.verify.smoke import GrpoSmokeGate, SmokeGateArgs
+from components.verify.smoke import GrpoSmokeGate, JobNcclGate, SmokeGateArgs
+from planning.job_nccl import JobNcclPlan
 from planning.queue import QueuedPlacement, queued_cluster_spec
 from planning.ray import (
     DASHBOARD_PORT,
@@ -32,7 +33,7 @@ from planning.ray import (
     port_forward_command,
     wandb_netrc,
 )
-from planning.verify import GATE_LABEL, SMOKE_GATE, SmokePlan
+from planning.verify import RAY_GATE_LABEL, SmokePlan
 
 RAY_API = "ray.io/v1"
 QUEUED_APPLY = {"pulumi.com/patchForce": "true"}
@@ -112,7 +113,10 @@ class RayWorkloadArgs:
     smoke: SmokePlan | None = None
     """The GRPO smoke gate: runs on the RayCluster once it exists; the RayJob waits for it."""
     smoke_script: str = ""
-    """verify/gates/grpo_smoke.py (with `smoke`)."""
+    """verify/gates/grpo_smoke.py (with `smoke` or `job_nccl`)."""
+    job_nccl: JobNcclPlan | None = None
+    """The job NCCL gate: runs on the RayCluster once it exists, before the smoke; the RayJob
+    waits for it."""
     queue: QueuedPlacement | None = None
     """The LocalQueue the RayCluster, and a RayJob that brings its own cluster, go through
     (Kueue admits each as one workload); None without the queue. `after` holds the queue."""
@@ -140,6 +144,8 @@ class RayWorkload(pulumi.ComponentResource):
     """Prints the dashboard's token (KubeRay's Secret of the RayCluster), for Ray's client."""
     smoke_job: pulumi.Output[str] | None
     """The GRPO smoke gate's Job name once it passed; None without the gate."""
+    job_nccl_job: pulumi.Output[str] | None
+    """The job NCCL gate's Job name once it passed; None without the gate."""
     queued_run_manifest: pulumi.Output[str] | None
     """With the queue: the RayJob (JSON) of another run of the configured GRPO job, bringing its
     own cluster through the queue; `kubectl create -f` it under a new name (README)."""
@@ -184,7 +190,7 @@ class RayWorkload(pulumi.ComponentResource):
         k8s.networking.v1.NetworkPolicy(
             f"{name}-ingress",
             metadata={"name": f"{args.cluster_name}-ingress", "namespace": args.namespace},
-            spec=dashboard_ingress(args.operator_namespace, {GATE_LABEL: SMOKE_GATE}),
+            spec=dashboard_ingress(args.operator_namespace, {RAY_GATE_LABEL: "true"}),
             opts=child,
         )
         # Drains (node upgrades, repairs, autoscaler scale-down) are voluntary evictions; with
@@ -201,20 +207,20 @@ class RayWorkload(pulumi.ComponentResource):
         head_service = f"{args.cluster_name}-head-svc"
         job_after: list[pulumi.Resource] = [ray_cluster]
         self.smoke_job = None
+        self.job_nccl_job = None
+        # The Ray job gates hold the workers' GPUs: one after the other, then the RayJob.
+        if args.job_nccl is not None:
+            job_nccl = JobNcclGate(
+                f"{name}-job-nccl",
+                self._gate_args(args, args.job_nccl, head_service, [ray_cluster]),
+                opts=child,
+            )
+            self.job_nccl_job = job_nccl.job_name
+            job_after.append(job_nccl.job)
         if args.smoke is not None:
             smoke = GrpoSmokeGate(
                 f"{name}-smoke",
-                SmokeGateArgs(
-                    namespace=args.namespace,
-                    plan=args.smoke,
-                    script=args.smoke_script,
-                    dashboard_service=head_service,
-                    dashboard_token_secret=args.cluster_name,
-                    node_selector=args.head_node_selector,
-                    priority_class=args.queue.verify_priority if args.queue else None,
-                    after=[ray_cluster],
-                    labels=args.labels,
-                ),
+                self._gate_args(args, args.smoke, head_service, list(job_after)),
                 opts=child,
             )
             self.smoke_job = smoke.job_name
@@ -272,6 +278,7 @@ class RayWorkload(pulumi.ComponentResource):
                 "port_forward_command": self.port_forward_command,
                 "dashboard_token_command": self.dashboard_token_command,
                 "smoke_job": self.smoke_job,
+                "job_nccl_job": self.job_nccl_job,
                 "queued_run_manifest": self.queued_run_manifest,
             }
         )
@@ -334,6 +341,27 @@ class RayWorkload(pulumi.ComponentResource):
         # tokens are files of the Secret's volume, which follow the Secret; the driver's script
         # names the files to the libraries (planning.ray.token_files), never their values.
         return env
+
+    @staticmethod
+    def _gate_args(
+        args: RayWorkloadArgs,
+        plan: SmokePlan | JobNcclPlan,
+        head_service: str,
+        after: Sequence[pulumi.Resource],
+    ) -> SmokeGateArgs:
+        """A Ray job gate's inputs: it reaches the dashboard with KubeRay's token, from the
+        system pool (it takes no GPU itself), at gate priority with the queue."""
+        return SmokeGateArgs(
+            namespace=args.namespace,
+            plan=plan,
+            script=args.smoke_script,
+            dashboard_service=head_service,
+            dashboard_token_secret=args.cluster_name,
+            node_selector=args.head_node_selector,
+            priority_class=args.queue.verify_priority if args.queue else None,
+            after=after,
+            labels=args.labels,
+        )
 
     @classmethod
     def _cluster_spec(

@@ -1,4 +1,6 @@
-"""The GRPO smoke gate: a Job that runs a few NeMo RL steps on the RayCluster and waits.
+"""The Ray job gates: Jobs that submit a Ray job to the RayCluster and wait for its verdict -
+the GRPO smoke (a few NeMo RL steps) and the job NCCL gate (NCCL of the NeMo RL image over every
+GPU of the workers).
 
 A RayJob cannot be the gate itself: pulumi-kubernetes waits for a custom resource only
 through `pulumi.com/waitFor`, which knows success conditions only (a failed run would hold
@@ -24,12 +26,14 @@ from components.verify.gates import (
     scripts_config_map,
     verdict_holder,
 )
+from planning.job_nccl import JOB_NCCL_GATE, JobNcclPlan, job_nccl_env
 from planning.ray import DASHBOARD_TOKEN_KEY
 from planning.verify import (
     DASHBOARD_TOKEN_DIR,
     DASHBOARD_TOKEN_NAME,
     GATE_LABEL,
     GATE_MOUNT,
+    RAY_GATE_LABEL,
     SMOKE_GATE,
     SMOKE_SCRIPT,
     SmokePlan,
@@ -39,12 +43,12 @@ from planning.verify import (
 
 @dataclass(frozen=True, kw_only=True)
 class SmokeGateArgs:
-    """Inputs of the smoke gate."""
+    """Inputs of a Ray job gate."""
 
     namespace: pulumi.Input[str]
-    plan: SmokePlan
+    plan: SmokePlan | JobNcclPlan
     script: str
-    """verify/gates/grpo_smoke.py."""
+    """verify/gates/grpo_smoke.py (the submitter of both)."""
     dashboard_service: str
     """The RayCluster's head Service (dashboard on 8265)."""
     dashboard_token_secret: str
@@ -58,29 +62,44 @@ class SmokeGateArgs:
     """With the queue: smoke/gate priority, below training (planning.queue)."""
 
 
+def _gate(args: SmokeGateArgs) -> tuple[str, dict[str, str], dict[str, str]]:
+    """The gate's name, its container's environment and the Job's own annotations."""
+    plan = args.plan
+    if isinstance(plan, JobNcclPlan):
+        return JOB_NCCL_GATE, job_nccl_env(plan, args.dashboard_service), {}
+    return (
+        SMOKE_GATE,
+        smoke_env(plan, args.dashboard_service),
+        {"nemo-rl-gke/run": plan.run.name, "nemo-rl-gke/log-dir": plan.run.log_dir},
+    )
+
+
 class GrpoSmokeGate(pulumi.ComponentResource):
-    """The smoke script (a ConfigMap) and the Job that runs it."""
+    """The submitter script (a ConfigMap) and the Job that runs it: the GRPO smoke, or (as
+    JobNcclGate) the job NCCL gate."""
 
     job: k8s.batch.v1.Job
     """What the GRPO RayJob waits for."""
     job_name: pulumi.Output[str]
     """The Job's name, once it completed (what `make verify` reads)."""
 
+    TYPE = "nemo:verify:GrpoSmokeGate"
+
     def __init__(
         self, name: str, args: SmokeGateArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("nemo:verify:GrpoSmokeGate", name, None, opts)
+        super().__init__(self.TYPE, name, None, opts)
         plan = args.plan
+        gate, env, annotations = _gate(args)
         labels = {"app.kubernetes.io/part-of": "nemo-rl-gke", **args.labels}
         script = scripts_config_map(
             f"{name}-script",
-            f"verify-{SMOKE_GATE}",
+            f"verify-{gate}",
             {SMOKE_SCRIPT: args.script},
             args.namespace,
             labels,
             pulumi.ResourceOptions(parent=self),
         )
-        env = smoke_env(plan, args.dashboard_service)
         container: dict[str, Any] = {
             "name": "gate",
             "image": plan.image,
@@ -119,20 +138,19 @@ class GrpoSmokeGate(pulumi.ComponentResource):
             metadata={
                 "name": plan.job_name,
                 "namespace": args.namespace,
-                "labels": {**labels, GATE_LABEL: SMOKE_GATE},
+                "labels": {**labels, GATE_LABEL: gate},
                 "annotations": {
-                    # A failed smoke runs again on the next up (a new submission to Ray).
+                    # A failed gate runs again on the next up (a new submission to Ray).
                     "pulumi.com/replaceUnready": "true",
                     "nemo-rl-gke/fingerprint": plan.fingerprint,
-                    "nemo-rl-gke/run": plan.run.name,
-                    "nemo-rl-gke/log-dir": plan.run.log_dir,
+                    **annotations,
                 },
             },
             spec={
                 "backoff_limit": 0,
                 "active_deadline_seconds": plan.timeout_seconds,
                 "template": {
-                    "metadata": {"labels": {GATE_LABEL: SMOKE_GATE}},
+                    "metadata": {"labels": {GATE_LABEL: gate, RAY_GATE_LABEL: "true"}},
                     "spec": {
                         "restart_policy": "Never",
                         # It only calls the Ray dashboard, never the API server.
@@ -177,3 +195,9 @@ class GrpoSmokeGate(pulumi.ComponentResource):
         )
         self.job_name = self.job.metadata.name
         self.register_outputs({"job_name": self.job_name})
+
+
+class JobNcclGate(GrpoSmokeGate):
+    """The job NCCL gate's submitter script and Job (planning.job_nccl)."""
+
+    TYPE = "nemo:verify:JobNcclGate"

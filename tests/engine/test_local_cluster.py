@@ -801,6 +801,9 @@ def test_the_grpo_rayjob_succeeds_with_every_worker_on_a_gpu_with_gib(b200: str)
         assert sorted(map(sorted, by_pod.values())) == [[str(g) for g in range(8)]] * 2
         checkpoints = (ROOT / "ray-pods").glob(f"n/volumes/*/*/nemo-rl/runs/{run}/checkpoints/*")
         assert [c.name for c in checkpoints] == ["step_10"]
+        # The driver's output is kept with the run, beside NeMo RL's logs.
+        (log,) = (ROOT / "ray-pods").glob(f"n/volumes/*/*/nemo-rl/runs/{run}/logs/driver.log")
+        assert "step 10/10" in log.read_text()
         # NeMo RL copied the driver's environment into every actor, which the State API
         # serves to whoever has the dashboard's token: the run's token is in none of them.
         head = "http://nemo-rl-head-svc.nemo-rl.svc.cluster.local:8265"
@@ -841,8 +844,8 @@ def test_up_waited_for_every_gate_before_the_raycluster(b200: str) -> None:
         j["metadata"]["labels"]["nemo-rl-gke/gate"]: j
         for j in items("jobs", "-n", "nemo-rl", "-l", "nemo-rl-gke/gate")
     }
-    assert list(jobs) == sorted(GATE_ORDER)
-    for gate in GATE_ORDER:
+    assert list(jobs) == sorted([*GATE_ORDER, "job-nccl"])
+    for gate in [*GATE_ORDER, "job-nccl"]:
         conditions = {c["type"]: c["status"] for c in jobs[gate]["status"]["conditions"]}
         assert conditions.get("Complete") == "True", gate
     # One after another, then the RayCluster.
@@ -851,7 +854,10 @@ def test_up_waited_for_every_gate_before_the_raycluster(b200: str) -> None:
     for earlier_end, later_start in zip(ends, starts[1:], strict=False):
         assert earlier_end <= later_start
     raycluster = kube("get", "rayclusters.ray.io", "nemo-rl", "-n", "nemo-rl")
-    assert datetime.fromisoformat(raycluster["metadata"]["creationTimestamp"]) >= ends[-1]
+    created = datetime.fromisoformat(raycluster["metadata"]["creationTimestamp"])
+    assert created >= ends[-1]
+    # The job NCCL gate ran on the RayCluster once it existed.
+    assert datetime.fromisoformat(jobs["job-nccl"]["status"]["startTime"]) >= created
     log = (ROOT / "logs" / "agent.log").read_text()
     assert "gate pod nemo-rl/verify-nccl-" in log
     assert "stand-in" in log
@@ -865,6 +871,14 @@ def test_make_verify_prints_every_measurement_against_its_threshold(b200: str) -
     lines = proc.stdout.splitlines()
     busbw = next(line.split() for line in lines if "all_gather_busbw_8GiB" in line)
     assert busbw[-5:] == ["344.46", "GB/s", ">=", "292.8", "PASS"]
+    # NCCL with the run's own image: 16 ranks of real Ray actors over both workers, in one
+    # group over real sockets, gIB where the worker's setup gave NCCL its plugin.
+    job_nccl = {line.split()[6]: line.split()[7:] for line in lines
+                if line.startswith("job-nccl  ")}  # fmt: skip
+    assert job_nccl["ranks_formed"] == ["16", "ranks", ">=", "16", "PASS"], proc.stdout
+    assert job_nccl["ranks_on_gib"] == ["16", "ranks", ">=", "16", "PASS"], proc.stdout
+    assert job_nccl["nodes_spanned"] == ["2", "nodes", ">=", "2", "PASS"], proc.stdout
+    assert job_nccl["all_gather_busbw"][2:] == [">=", "292.8", "PASS"], proc.stdout
     storage = next(line.split() for line in lines if "write_throughput" in line)
     # Two nodes at the stand-in's 6 GB/s each, against half of 18000 GiB x 500 MB/s/TiB.
     assert storage[-5:] == ["12000", "MB/s", ">=", "4394", "PASS"]

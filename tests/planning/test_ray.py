@@ -13,6 +13,7 @@ from planning.ray import (
     IMAGE_CUDA,
     IMAGE_RAY,
     GrpoRun,
+    curves_command,
     dashboard_token_command,
     gib_setup_steps,
     gpu_shell_setup,
@@ -89,7 +90,9 @@ def words_of(command: str) -> list[str]:
     """The words of the GRPO command inside the entrypoint's bash script."""
     (bash, flag, script) = shlex.split(command)
     assert (bash, flag) == ("bash", "-c")
-    return shlex.split("uv run python " + script.split(" && uv run python ", 1)[1])
+    return shlex.split(
+        "uv run python " + script.split(" && uv run python ", 1)[1].split(" 2>&1 | ", 1)[0]
+    )
 
 
 def test_entrypoint_carries_every_setting() -> None:
@@ -107,8 +110,13 @@ def test_entrypoint_carries_every_setting() -> None:
         "data.train.dataset_name=gsm8k",
         "data.validation={dataset_name:gsm8k,split:test}",
         "logger.wandb_enabled=false",
+        "logger.tensorboard_enabled=true",  # curves under the run's logs
     ):
         assert expected in words
+    # The driver's output is kept with the run, and the run's status is the script's.
+    (_, _, script) = shlex.split(grpo_entrypoint(planned))
+    assert " && set -o pipefail && uv run python " in script
+    assert script.endswith(f" 2>&1 | {{ tee -a {planned.log_dir}/driver.log || true; }}")
     assert not any(w.startswith("logger.wandb.name") for w in words)
     with_wandb = words_of(grpo_entrypoint(run(wandb=True)))
     assert "logger.wandb_enabled=true" in with_wandb
@@ -191,3 +199,23 @@ def test_gated_models() -> None:
     assert model_is_gated("meta-llama/Llama-3.1-8B-Instruct")
     assert model_is_gated("google/gemma-3-27b-it")
     assert not model_is_gated("Qwen/Qwen3-0.6B")
+
+
+def test_the_curves_command_shows_the_run_s_logs_on_localhost_only() -> None:
+    planned = run()
+    command = curves_command("nemo-rl", "nemo-rl", planned)
+    first, rest = command.split(" && ", 1)
+    start, forward = rest.rsplit(" && ", 1)
+    assert first == (
+        "HEAD=$(kubectl -n nemo-rl get pod -l ray.io/cluster=nemo-rl,ray.io/node-type=head -o name)"
+    )
+    words = shlex.split(start)
+    assert words[:7] == ["kubectl", "-n", "nemo-rl", "exec", "$HEAD", "-c", "ray-head"]
+    board = shlex.split(words[-1])
+    at = board.index("tensorboard")
+    assert board[at + 1 : at + 7] == [
+        "--logdir", planned.log_dir, "--host", "127.0.0.1", "--port", "6006"
+    ]  # fmt: skip
+    assert shlex.split(forward) == [
+        "kubectl", "-n", "nemo-rl", "port-forward", "$HEAD", "6006:6006"
+    ]  # fmt: skip

@@ -35,7 +35,9 @@ pytestmark = pytest.mark.skipif(
 def job_command(result: Any) -> tuple[str, list[str]]:
     """(config file, overrides) of the RayJob's `run_grpo.py` command."""
     (_, _, script) = shlex.split(by_name(result)["ray-job"].inputs["spec"]["entrypoint"])
-    words = shlex.split("uv run python " + script.split(" && uv run python ", 1)[1])
+    words = shlex.split(
+        "uv run python " + script.split(" && uv run python ", 1)[1].split(" 2>&1 | ", 1)[0]
+    )
     at = words.index("--config")
     return words[at + 1], words[at + 2 :]
 
@@ -97,6 +99,8 @@ def test_the_job_passes_nemo_rl_s_own_setup_rules(scenario: str, tmp_path: Path)
     assert cfg.checkpointing.enabled is True
     assert cfg.checkpointing.checkpoint_dir == annotations["nemo-rl-gke/checkpoint-dir"]
     assert cfg.logger.log_dir == annotations["nemo-rl-gke/log-dir"]
+    # Off in every recipe (no logger at all): on, the curves go under the run's logs.
+    assert cfg.logger.tensorboard_enabled is True
     for folder in (cfg.checkpointing.checkpoint_dir, cfg.logger.log_dir):
         assert folder.startswith(f"/data/nemo-rl/runs/{annotations['nemo-rl-gke/run']}/")
 

@@ -19,6 +19,7 @@ at the test's folder.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import threading
@@ -58,7 +59,10 @@ ldconfig() {{ [ -z "$FAIL_LDCONFIG" ]; }}
 mkdir() {{ :; }}
 cd() {{ :; }}
 ulimit() {{ :; }}
-uv() {{ printf '%s\\n' "$*" >> "$CALLS"; env -0 > "$ENV_OUT"; }}
+uv() {{
+  printf '%s\\n' "$*" >> "$CALLS"; env -0 > "$ENV_OUT"
+  [ -z "$FAIL_UV" ] || [ "${{*#*run_grpo.py}}" = "$*" ]
+}}
 ray() {{ printf 'ray %s\\n' "$*" >> "$CALLS"; env -0 > "$ENV_OUT"; }}
 """
 
@@ -385,3 +389,20 @@ def test_setting_a_token_later_leaves_the_ray_pods_spec_as_it_was(
     for pod in (cluster["spec"]["headGroupSpec"], *cluster["spec"]["workerGroupSpecs"]):
         for container in pod["template"]["spec"]["containers"]:
             assert not [e for e in container.get("env", []) if "valueFrom" in e], container["env"]
+
+
+def test_the_run_s_status_survives_the_copy_of_its_output(b200_job: Any, tmp_path: Path) -> None:
+    """The driver's output goes through `tee` into the run's logs: a failed run still fails the
+    job (pipefail), and a log that cannot be written fails nothing."""
+    job = by_name(b200_job)["ray-job"].inputs["spec"]
+    (_, _, script) = shlex.split(job["entrypoint"])
+    (tmp_path / "tokens").mkdir(exist_ok=True)
+    (tmp_path / "tokens" / "HF_TOKEN").write_text("hf_from_the_secret")
+    base = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    ok, _, _ = bash(script, base, tmp_path, "ok")
+    assert ok.returncode == 0, ok.stderr
+    assert "driver.log: No such file or directory" in ok.stderr  # /data is not here
+    # NeMo RL's run fails (the downloads before it do not).
+    failed, _, calls = bash(script, {**base, "FAIL_UV": "1"}, tmp_path, "failed")
+    assert "run python examples/run_grpo.py" in calls[-1]
+    assert failed.returncode == 1

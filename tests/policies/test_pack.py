@@ -570,7 +570,10 @@ CASES = [
                     {
                         "name": "HF_TOKEN",
                         "valueFrom": {"secretKeyRef": {"name": "t", "key": "HF_TOKEN"}},
-                    }
+                    },
+                    # Where a mounted Secret's file is, not the secret itself.
+                    {"name": "DASHBOARD_TOKEN_FILE", "value": "/var/run/ray-dashboard/token"},
+                    {"name": "HF_TOKEN_PATH", "value": "/var/run/secrets/x/HF_TOKEN"},
                 ]
             )
         ],

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from planning.ray import OPERATOR_POD_LABELS, RAY_POD_SELECTOR
-from planning.verify import GATE_LABEL, SMOKE_GATE
+from planning.verify import RAY_GATE_LABEL
 from preflight.cli import Result
 from testbed.shared import shared_dir
 from tests.harness import by_name, run_stack, variant
@@ -37,7 +37,7 @@ def test_the_raycluster_asks_kuberay_for_token_auth(b200: Result) -> None:
     assert (major, minor) >= (2, 52)
 
 
-def test_port_8265_admits_only_the_operator_and_the_smoke_gate(b200: Result) -> None:
+def test_port_8265_admits_only_the_operator_and_the_ray_job_gates(b200: Result) -> None:
     policy = ingress(b200)
     spec = policy["spec"]
     # Over Ray's pods only: the gates' own pods in the namespace keep talking among themselves.
@@ -50,7 +50,8 @@ def test_port_8265_admits_only_the_operator_and_the_smoke_gate(b200: Result) -> 
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kuberay-system"}},
         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "kuberay-operator"}},
     }
-    assert gate == {"podSelector": {"matchLabels": {GATE_LABEL: SMOKE_GATE}}}
+    # The pods of the smoke and the job NCCL gate (test_job_nccl_gate.py: both carry it).
+    assert gate == {"podSelector": {"matchLabels": {RAY_GATE_LABEL: "true"}}}
     operator_ns = by_name(b200)["kuberay-namespace"].inputs["metadata"]["name"]
     assert operator_ns == "kuberay-system"
 

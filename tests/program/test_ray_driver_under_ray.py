@@ -67,6 +67,9 @@ def test_the_smoke_gate_passes_on_a_real_ray_head_with_gpu_and_gib(
     assert worker["nccl"]["NCCL_NET"] == "gIB"
     assert worker["gib_plugin_present"] is True
     assert worker["model_cached"] is True  # downloaded once by the driver, before the workers
+    # The driver's own output stays with the run, on the shared volume.
+    (driver_log,) = data.glob("nemo-rl/runs/*/logs/driver.log")
+    assert "NeMo RL stand-in" in driver_log.read_text()
 
     # NeMo RL copies the driver's environment into every actor's runtime env, which the State
     # API serves: the dashboard wants its token, and the run's token is in none of them.
@@ -128,3 +131,67 @@ def test_the_smoke_does_not_run_beside_a_run_that_holds_the_gpus(
         while client.get_job_status(run) not in (JobStatus.STOPPED, JobStatus.FAILED):
             assert time.monotonic() < deadline
             time.sleep(0.5)
+
+
+def one_node(env: dict[str, str]) -> dict[str, str]:
+    """The job NCCL gate's rendered environment for the one node here (the stack has two):
+    one node's ranks in the entrypoint and in the thresholds."""
+    measures = [
+        [metric, op, {"16": "8", "2": "1"}.get(value, value) if "ranks" in metric or
+         metric == "nodes_spanned" else value, unit]
+        for metric, op, value, unit in json.loads(env["MEASURES"])
+    ]  # fmt: skip
+    assert "export NODES=2 GPUS_PER_NODE=8" in env["ENTRYPOINT"]
+    return {
+        "ENTRYPOINT": env["ENTRYPOINT"].replace("export NODES=2 ", "export NODES=1 "),
+        "MEASURES": json.dumps(measures),
+        "GATE_SCOPE": "1 node x 8 GPUs",
+    }
+
+
+def test_the_job_nccl_gate_forms_one_group_over_every_gpu_with_gib(
+    ray_node: RayNode, b200_smoke: Any, tmp_path: Path
+) -> None:
+    """The rendered entrypoint (the driver's setup, the driver written from the command line)
+    places one actor per GPU in NeMo RL's layout under real Ray; the ranks form one group over
+    real sockets (the torch stand-in: no NCCL here) and report gIB, NCCL's version line and the
+    scenario's bus bandwidth, which the gate judges."""
+    env = smoke_env_of(b200_smoke, "ray-job-nccl-job")
+    assert env["GATE_NAME"] == "job-nccl"
+    assert json.loads(env["ENTRYPOINT_RESOURCES"]) == {GIB_RESOURCE: 1}
+    proc, message = run_gate(ray_node, b200_smoke, tmp_path, "ray-job-nccl-job", **one_node(env))
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
+    first, *results = message.splitlines()
+    assert first.startswith("job-nccl gate passed on 1 node x 8 GPUs: job_status SUCCEEDED")
+    measured = {r.split()[2]: r.split()[3] for r in results}
+    assert measured["ranks_formed"] == "8"
+    assert measured["ranks_on_gib"] == "8"
+    assert measured["ranks_with_nccl_version"] == "8"
+    assert measured["wrong_values"] == "0"
+    # The scenario's fabric (344.46 GB/s) less the stand-in's 20 us a call, at 8 GiB.
+    assert float(measured["all_gather_busbw"]) == pytest.approx(344.46, rel=0.002)
+
+
+def test_the_job_nccl_gate_fails_naming_nccl_s_warning_without_the_gib_plugin(
+    ray_node: RayNode, b200_smoke: Any, tmp_path: Path
+) -> None:
+    """NCCL told to use gIB where its plugin is not (a node without Google's installer's
+    files): the group forms, NCCL's first collective fails, and the gate says so with NCCL's
+    own warning."""
+    env = smoke_env_of(b200_smoke, "ray-job-nccl-job")
+    overrides = one_node(env)
+    script = shlex.split(overrides["ENTRYPOINT"])[2]
+    missing = "export NCCL_NET_PLUGIN=/usr/local/gib/lib64/libnccl-net_absent.so"
+    script = script.replace(" && uv run python ", f" && {missing} && uv run python ")
+    overrides["ENTRYPOINT"] = f"bash -c {shlex.quote(script)}"
+    proc, message = run_gate(
+        ray_node, b200_smoke, tmp_path, "ray-job-nccl-job", GATE_RUN_ID="0000beef", **overrides
+    )
+    assert proc.returncode == 1, proc.stdout[-4000:]
+    first = message.splitlines()[0]
+    assert first.startswith("job-nccl gate FAILED on 1 node x 8 GPUs: job_status FAILED"), first
+    assert "ranks_on_gib 0 ranks (needs >= 8)" in first
+    assert "ranks_formed" not in first  # the group formed; NCCL's network did not
+    # Why, in the verdict: the driver's error names the rank and NCCL's own warning.
+    assert "RuntimeError: 8 of 8 ranks failed; rank 0: DistBackendError:" in first, first
+    assert first.endswith("NCCL WARN Failed to initialize any NET plugin"), first

@@ -87,7 +87,9 @@ def test_the_smoke_overrides_pass_nemo_rl_s_own_parser_on_its_smoke_config(
     b200_smoke: Result,
 ) -> None:
     script = shlex.split(env_of(smoke_job(b200_smoke))["ENTRYPOINT"])[2]
-    words = shlex.split("uv run python " + script.split(" && uv run python ", 1)[1])
+    words = shlex.split(
+        "uv run python " + script.split(" && uv run python ", 1)[1].split(" 2>&1 | ", 1)[0]
+    )
     at = words.index("--config")
     assert words[at + 1] == SMOKE_CONFIG
     cfg = apply_overrides(load_config(CONFIGS / Path(SMOKE_CONFIG).name), words[at + 2 :])

@@ -132,3 +132,9 @@ def test_a_chained_or_lead_in_free_shutdown_error_is_not_the_verdict() -> None:
     assert smoke.verdict_detail(message + own, "") == (
         f"{head}: RuntimeError: 1 of 1 workers cannot train"
     )
+
+
+def test_a_measuring_job_s_values_are_its_own_last_measure_lines() -> None:
+    """Only the driver's own lines count: an actor's output reaches the log prefixed by Ray."""
+    logs = "MEASURE a 1\n(Rank pid=1) MEASURE a 9\nMEASURE a 2\nMEASURE b none\nMEASURE c\n"
+    assert smoke_module().measurements(logs) == {"a": "2", "b": ""}

@@ -1,14 +1,17 @@
-"""GRPO smoke gate: a few NeMo RL steps on the stack's RayCluster, judged by Ray.
+"""The Ray job gates: the GRPO smoke (a few NeMo RL steps) and the job NCCL gate, on the stack's
+RayCluster, judged by Ray and by what the job measured.
 
-Submits the smoke run to the RayCluster's job REST API (the path KubeRay takes for a RayJob in
+Submits the gate's Ray job to the RayCluster's job REST API (the path KubeRay takes for a RayJob in
 HTTP mode: the same entrypoint and entrypoint resources), follows it until Ray reports a final
 status, stops it when the deadline nears, and ends like every gate: one verdict line, then
-RESULT lines (gates/common.sh's format), as stdout and as the termination message.
+RESULT lines (gates/common.sh's format), as stdout and as the termination message. A job that
+measures prints `MEASURE <metric> <value>` lines; each threshold of MEASURES is judged against
+the last such value (a metric the job never printed fails).
 Standard library only: the pod runs a plain Python image.
 
 Environment (set by the Job): GATE_NAME, GATE_SCOPE, RAY_DASHBOARD, SUBMISSION_PREFIX,
-GATE_RUN_ID (the Job's UID), ENTRYPOINT, ENTRYPOINT_RESOURCES (JSON), DEADLINE_SECONDS,
-POLL_SECONDS; TERMINATION_LOG.
+GATE_RUN_ID (the Job's UID), ENTRYPOINT, ENTRYPOINT_RESOURCES (JSON), MEASURES (JSON list of
+[metric, op, threshold, unit]; optional), DEADLINE_SECONDS, POLL_SECONDS; TERMINATION_LOG.
 """
 
 from __future__ import annotations
@@ -46,6 +49,19 @@ CHAINED = re.compile(
 AT_SHUTDOWN = ("can't register atexit after shutdown", "after interpreter shutdown")
 """Errors only an interpreter that is already exiting raises: whatever lead-in Python or Ray
 printed before them (or none, on a slow machine), they came after the driver's own error."""
+
+
+MEASURE = re.compile(r"^MEASURE (\S+) (\S+)$")
+
+
+def measurements(logs: str) -> dict[str, str]:
+    """The job's `MEASURE <metric> <value>` lines (the last value of each; `none`: empty)."""
+    found: dict[str, str] = {}
+    for line in logs.splitlines():
+        match = MEASURE.match(line.strip())
+        if match:
+            found[match.group(1)] = "" if match.group(2) == "none" else match.group(2)
+    return found
 
 
 def verdict_detail(message: str, logs: str) -> str:
@@ -262,6 +278,9 @@ def main() -> int:
         print(f"{gate.name}: could not read the job's log ({problem})")
     passed = gate.result("job_status", status, "=", "SUCCEEDED", "name")
     gate.result("duration", elapsed, "<=", limit, "s")
+    measured = measurements(logs)
+    for metric, op, threshold, unit in json.loads(os.environ.get("MEASURES") or "[]"):
+        gate.result(metric, measured.get(metric, ""), op, threshold, unit)
     detail = "" if passed else verdict_detail(message, logs)
     return gate.finish(detail)
 

@@ -1,0 +1,106 @@
+"""verify/gates/job_nccl.py's reading of NCCL's log and its measurements, on real output.
+
+`h100-torch-nccl/` (shared test data) is PyTorch 2.11.0+cu130 with its bundled NCCL 2.28.9 on one
+real H100, the torch and NCCL of NeMo RL v0.7.0's image, on a machine without RDMA: one run on
+plain sockets, one told to use gIB where no plugin exists. Both must fail the gate. Its runs
+under real Ray are in tests/program/test_ray_driver_under_ray.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Any
+
+import pytest
+
+from planning.verify import GATES_DIR
+from tests.real_plans import SHARED
+
+TORCH_NCCL = SHARED / "testdata" / "h100-torch-nccl"
+
+pytestmark = pytest.mark.skipif(
+    not TORCH_NCCL.is_dir() and os.environ.get("NEMO_RL_GKE_REQUIRE_SHARED") != "1",
+    reason=f"real torch + NCCL output not found at {TORCH_NCCL} (set NEMO_RL_GKE_SHARED)",
+)
+
+
+def driver() -> Any:
+    """verify/gates/job_nccl.py as a module (a script Ray runs, not a package)."""
+    spec = importlib.util.spec_from_file_location("job_nccl", GATES_DIR / "job_nccl.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def real(name: str) -> str:
+    return (TORCH_NCCL / name).read_text(encoding="utf-8")
+
+
+def test_a_real_socket_run_shows_nccl_s_version_and_its_network() -> None:
+    found = driver().read_nccl_log(real("all_reduce-1rank-socket.log"))
+    assert found == {"version": "2.28.9+cuda13.0", "network": "Socket", "warning": ""}
+
+
+def test_a_real_run_told_to_use_gib_without_its_plugin_has_no_network_and_nccl_s_warning() -> None:
+    found = driver().read_nccl_log(real("all_reduce-nccl-net-gib-missing.log"))
+    assert found == {
+        "version": "2.28.9+cuda13.0",
+        "network": "",
+        "warning": "Failed to initialize any NET plugin",
+    }
+
+
+def rank(index: int, log: str, node: str, busbw: float, **extra: Any) -> dict[str, Any]:
+    return {
+        "rank": index,
+        "node": node,
+        "formed": True,
+        "wrong": 0,
+        "busbw": {"all_gather": busbw, "all_reduce": busbw * 0.8},
+        "log": log,
+        **extra,
+    }
+
+
+def test_ranks_on_sockets_count_for_nothing_on_gib() -> None:
+    """Two ranks whose NCCL fell back to sockets (the real log): formed, versioned, not gIB."""
+    log = real("all_reduce-1rank-socket.log")
+    measures = driver().judge([rank(0, log, "a", 300.0), rank(1, log, "b", 290.0)], 2, 2)
+    assert measures["ranks_formed"] == "2"
+    assert measures["ranks_with_nccl_version"] == "2"
+    assert measures["ranks_on_gib"] == "0"
+    assert measures["networks"] == "Socket"
+    assert measures["nodes_spanned"] == "2"
+    assert measures["all_gather_busbw"] == "290.00"  # the slowest rank
+
+
+def test_gib_on_every_rank_and_the_slowest_rank_s_bandwidth() -> None:
+    """The real log with NCCL's network line as a gIB run prints it (Google's NCCL pages)."""
+    log = real("all_reduce-1rank-socket.log").replace(
+        "NCCL INFO Using network Socket", "NCCL INFO Using network gIB"
+    )
+    ranks = [rank(i, log, f"n{i // 8}", 340.0 - i) for i in range(16)]
+    measures = driver().judge(ranks, 16, 2)
+    assert measures["ranks_on_gib"] == "16"
+    assert measures["all_gather_busbw"] == "325.00"
+    assert measures["wrong_values"] == "0"
+
+
+def test_a_rank_that_never_answered_leaves_no_bandwidth_to_judge() -> None:
+    """A missing rank's bandwidth is not an average of the others: the metric is absent, and
+    the gate fails it as not measured."""
+    log = real("all_reduce-1rank-socket.log")
+    ranks = [rank(0, log, "a", 300.0), {"rank": 1, "formed": False, "error": "died"}]
+    measures = driver().judge(ranks, 2, 2)
+    assert measures["ranks_formed"] == "1"
+    assert "all_gather_busbw" not in measures
+
+
+def test_bus_bandwidth_factors_are_nccl_tests_ones() -> None:
+    job_nccl = driver()
+    assert job_nccl.bus_factor("all_reduce", 16) == pytest.approx(2 * 15 / 16)
+    assert job_nccl.bus_factor("all_gather", 16) == pytest.approx(15 / 16)
+    assert job_nccl.bus_factor("all_gather", 1) == 0  # one rank has no bus traffic (the logs)

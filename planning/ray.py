@@ -279,18 +279,24 @@ def grpo_overrides(run: GrpoRun) -> list[str]:
     return overrides
 
 
-def fail_fast(steps: Sequence[str]) -> str:
+Step = str | tuple[str, str]
+"""A setup step, or a step and what to tell the user when it fails."""
+
+
+def fail_fast(steps: Sequence[Step]) -> str:
     """Steps joined with `&&`; a step that can fail says on stderr that it failed (assignments
-    cannot). The chain's status is the one of its first failing step, and no later step runs;
-    a caller that must not go on (a Ray pod, whose `ray start` KubeRay appends after a `;`)
-    ends it with `|| exit 1`."""
-    return " && ".join(
-        step
-        if step.startswith(("export ", "unset "))
-        else f"{{ {step} || {{ echo {shlex.quote(f'nemo-rl-gke: setup step failed: {step}')} >&2;"
-        " false; }; }"
-        for step in steps
-    )
+    cannot), with its own advice where it has one. The chain's status is the one of its first
+    failing step, and no later step runs; a caller that must not go on (a Ray pod, whose `ray
+    start` KubeRay appends after a `;`) ends it with `|| exit 1`."""
+
+    def guarded(step: Step) -> str:
+        command, advice = step if isinstance(step, tuple) else (step, "")
+        if command.startswith(("export ", "unset ")):
+            return command
+        said = f"nemo-rl-gke: setup step failed: {command}" + (f": {advice}" if advice else "")
+        return f"{{ {command} || {{ echo {shlex.quote(said)} >&2; false; }}; }}"
+
+    return " && ".join(guarded(step) for step in steps)
 
 
 POD_INTERFACE = "eth0"
@@ -471,6 +477,16 @@ def model_download(model: str) -> str:
     return f"uv run hf download {shlex.quote(model)} --exclude 'original/*'"
 
 
+def licence_advice(model: str) -> str:
+    """What a failed download of a gated model most often means: the token's account has not
+    accepted the model's licence (the Hub answers 403 for a token without access), or there is
+    no token."""
+    return (
+        f"{model} is gated: the account of the stack's hfToken must have accepted its licence at"
+        f" https://huggingface.co/{model} (pulumi config set --secret hfToken ...)"
+    )
+
+
 def dataset_download() -> str:
     """Put GSM8K into the same cache beside the model, so the driver's `load_dataset` finds it
     offline."""
@@ -491,7 +507,11 @@ def grpo_script_text(run: GrpoRun) -> str:
             *setup,
             f"mkdir -p {shlex.quote(run.log_dir)}",
             f"cd {NEMO_RL_DIR}",
-            model_download(run.model),
+            # The model's licence is checked here, before NeMo RL starts: the first file of a
+            # gated model the token cannot read fails the download with the Hub's 403.
+            (model_download(run.model), licence_advice(run.model))
+            if model_is_gated(run.model)
+            else model_download(run.model),
             dataset_download(),
             f"export {' '.join(OFFLINE_ENV)}",
         ]

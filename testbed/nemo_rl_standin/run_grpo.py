@@ -28,9 +28,11 @@ Written from what NeMo RL v0.7.0 is documented to do with Ray (SOURCE.md: `examp
   unless `HF_HUB_OFFLINE` is on; there is no Hub here, so a run that is not offline fails naming
   who would have called it, and an offline run needs the model and the dataset in the cache
   (the driver's script downloads them first);
-- the driver writes its log and the actors' reports under `logger.log_dir`, a checkpoint under
-  `checkpointing.checkpoint_dir` (when enabled), and exits non-zero when an actor got no GPU or
-  no gIB environment (or did not start at all).
+- the driver writes its log and the actors' reports under `logger.log_dir`, checkpoints under
+  `checkpointing.checkpoint_dir` (when enabled) every `save_period` steps and at the end, as
+  NeMo RL lays them out (`tmp_step_N` renamed `step_N` when complete, the newest `keep_top_k`
+  kept), resumes from the newest complete `step_N`, and exits non-zero when an actor got no GPU
+  or no gIB environment (or did not start at all).
 """
 
 from __future__ import annotations
@@ -283,19 +285,49 @@ def main() -> int:
     dtensor = cfg.policy.dtensor_cfg
     shards = len(actors) // (int(dtensor.tensor_parallel_size) * int(dtensor.context_parallel_size))
     samples = int(grpo.num_prompts_per_step) * int(grpo.num_generations_per_prompt)
+    period = int(cfg.checkpointing.get("save_period") or 0) if checkpoints is not None else 0
     for step in range(start + 1, steps + 1):
         # After the step's rollout: log-probabilities over every sample, then training.
         shard(samples, shards)
         shard(int(cfg.policy.train_global_batch_size), shards)
         say(f"step {step}/{steps} (stand-in: no training)")
-    if checkpoints is not None:
-        final = checkpoints / f"step_{steps}"
-        final.mkdir(parents=True, exist_ok=True)
-        (final / "standin-checkpoint.json").write_text(
-            json.dumps({"step": steps, "model": model, "standin": STANDIN}), encoding="utf-8"
-        )
+        if checkpoints is not None and ((period and step % period == 0) or step == steps):
+            save_checkpoint(checkpoints, step, model, actors, cfg.checkpointing.keep_top_k)
     say(f"done: {len(reports)} workers on {len({r['node_ip'] for r in reports})} nodes")
     return 0
+
+
+EXIT_DURING_SAVE = "NEMO_RL_STANDIN_EXIT_DURING_SAVE"
+"""Test bed only: the step whose save the driver dies in (after the workers wrote, before the
+folder is renamed), as a killed pod would."""
+
+
+def save_checkpoint(
+    folder: Path, step: int, model: str, actors: list[Any], keep: int | None
+) -> None:
+    """NeMo RL's layout (`checkpoint.py`): everything goes into `tmp_step_N`, which is renamed
+    `step_N` once complete (a leftover `tmp_step_N` of a dead save is replaced); every worker
+    writes the policy's tokenizer there, as v0.7.0 does on every rank; then only the newest
+    `keep_top_k` `step_N` are kept (the stand-in has no validation metric to rank them)."""
+    import shutil
+
+    import ray
+
+    tmp, final = folder / f"tmp_step_{step}", folder / f"step_{step}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / "policy").mkdir(parents=True)
+    ray.get([a.save_tokenizer.remote(str(tmp / "policy" / "tokenizer")) for a in actors])
+    (tmp / "training_info.json").write_text(
+        json.dumps({"step": step, "model": model, "standin": STANDIN}), encoding="utf-8"
+    )
+    if os.environ.get(EXIT_DURING_SAVE) == str(step):
+        say(f"dying during the save of step {step} ({EXIT_DURING_SAVE})")
+        os._exit(137)
+    tmp.rename(final)
+    say(f"saved the checkpoint of step {step}")
+    if keep:
+        for old in sorted(folder.glob("step_*"), key=lambda p: int(p.name[5:]))[:-keep]:
+            shutil.rmtree(old)
 
 
 class _Worker:
@@ -303,6 +335,13 @@ class _Worker:
 
     def report(self, model: str) -> dict[str, Any]:
         return report(model)
+
+    def save_tokenizer(self, path: str) -> None:
+        """What each rank's save of the policy's tokenizer leaves (v0.7.0: every rank)."""
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / "writers", "a") as writers:
+            writers.write(f"{os.getpid()}\n")
 
 
 if __name__ == "__main__":

@@ -61,7 +61,9 @@ cd() {{ :; }}
 ulimit() {{ :; }}
 uv() {{
   printf '%s\\n' "$*" >> "$CALLS"; env -0 > "$ENV_OUT"
-  [ -z "$FAIL_UV" ] || [ "${{*#*run_grpo.py}}" = "$*" ]
+  [ -z "$FAIL_UV" ] || [ "${{*#*run_grpo.py}}" = "$*" ] || return 1
+  local all="$*"
+  [ -z "$FAIL_UV_ON" ] || [ "${{all#*"$FAIL_UV_ON"}}" = "$all" ]
 }}
 ray() {{ printf 'ray %s\\n' "$*" >> "$CALLS"; env -0 > "$ENV_OUT"; }}
 """
@@ -406,3 +408,26 @@ def test_the_run_s_status_survives_the_copy_of_its_output(b200_job: Any, tmp_pat
     failed, _, calls = bash(script, {**base, "FAIL_UV": "1"}, tmp_path, "failed")
     assert "run python examples/run_grpo.py" in calls[-1]
     assert failed.returncode == 1
+
+
+def test_a_gated_model_the_token_cannot_read_stops_before_nemo_rl_naming_its_licence(
+    b200_job: Any, tmp_path: Path
+) -> None:
+    """The Hub answers 403 to a token whose account has not accepted the model's licence: the
+    download fails before NeMo RL starts, and the driver says what to do."""
+    job = by_name(b200_job)["ray-job"].inputs["spec"]
+    (_, _, script) = shlex.split(job["entrypoint"])
+    (tmp_path / "tokens").mkdir(exist_ok=True)
+    (tmp_path / "tokens" / "HF_TOKEN").write_text("hf_from_the_secret")
+    base = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    refused, _, calls = bash(
+        script, {**base, "FAIL_UV_ON": "hf download meta-llama/"}, tmp_path, "x"
+    )
+    assert refused.returncode == 1
+    model = calls[-1].split("hf download ", 1)[1].split()[0]
+    assert model.startswith("meta-llama/")
+    assert (
+        f"{model} is gated: the account of the stack's hfToken must have accepted its licence at"
+        f" https://huggingface.co/{model}"
+    ) in refused.stderr
+    assert not any("run_grpo.py" in call for call in calls)

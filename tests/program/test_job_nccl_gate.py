@@ -7,6 +7,7 @@ NCCL output); the rendered gate against real Ray is in tests/program/test_ray_dr
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import re
 import shlex
@@ -89,7 +90,7 @@ def test_the_entrypoint_carries_the_driver_and_the_run_s_own_setup() -> None:
     assert "export NCCL_SOCKET_IFNAME=eth0" in script
     (encoded,) = re.findall(r"export JOB_NCCL_DRIVER=([A-Za-z0-9+/=]+) ", script)
     assert script.count(encoded) == 1  # once: a failing step's message does not repeat it
-    assert base64.b64decode(encoded).decode() == job_nccl_script()
+    assert gzip.decompress(base64.b64decode(encoded)).decode() == job_nccl_script()
     assert f"uv run python {JOB_NCCL_SCRIPT_PATH}" in script
     assert "export NODES=2 GPUS_PER_NODE=8 " in script
     assert gate.entrypoint_resources == {GIB_RESOURCE: 1}

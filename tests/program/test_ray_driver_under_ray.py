@@ -24,6 +24,7 @@ import pytest
 from ray.job_submission import JobStatus, JobSubmissionClient
 
 from planning.ray import GIB_RESOURCE
+from tests.harness import by_name
 from tests.ray_one_node import (
     CLEAN_ENV,
     FAKE_HF_TOKEN,
@@ -34,6 +35,7 @@ from tests.ray_one_node import (
     run_gate,
     smoke_env_of,
 )
+from tests.verify.test_smoke_gate_script import smoke_module
 
 pytestmark = needs_nemo_rl_configs
 
@@ -150,7 +152,7 @@ def one_node(env: dict[str, str]) -> dict[str, str]:
 
 
 def test_the_job_nccl_gate_forms_one_group_over_every_gpu_with_gib(
-    ray_node: RayNode, b200_smoke: Any, tmp_path: Path
+    ray_node: RayNode, b200_smoke: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The rendered entrypoint (the driver's setup, the driver written from the command line)
     places one actor per GPU in NeMo RL's layout under real Ray; the ranks form one group over
@@ -170,6 +172,18 @@ def test_the_job_nccl_gate_forms_one_group_over_every_gpu_with_gib(
     assert measured["wrong_values"] == "0"
     # The scenario's fabric (344.46 GB/s) less the stand-in's 20 us a call, at 8 GiB.
     assert float(measured["all_gather_busbw"]) == pytest.approx(344.46, rel=0.002)
+    # The gate's other way to the driver's log (where the job API's agent has no line of it):
+    # Ray's log API for the file on the driver's node, through the same token.
+    submission = f"{env['SUBMISSION_PREFIX']}-6f1d2c3b"
+    job = JobSubmissionClient(ray_node.url, headers=ray_node.headers()).get_job_info(submission)
+    token_file = tmp_path / "token"
+    token_file.write_text(ray_node.token)
+    monkeypatch.setenv("DASHBOARD_TOKEN_FILE", str(token_file))
+    monkeypatch.setenv("MEASURES", env["MEASURES"])
+    gate = smoke_module()
+    monkeypatch.setattr(gate, "call", lambda *_: {"logs": "only the job agent's lines"})
+    logs = gate.driver_log(ray_node.url, submission, job.driver_node_id)
+    assert gate.measurements(logs)["ranks_formed"] == "8"
 
 
 def test_the_job_nccl_gate_fails_naming_nccl_s_warning_without_the_gib_plugin(
@@ -195,3 +209,42 @@ def test_the_job_nccl_gate_fails_naming_nccl_s_warning_without_the_gib_plugin(
     # Why, in the verdict: the driver's error names the rank and NCCL's own warning.
     assert "RuntimeError: 8 of 8 ranks failed; rank 0: DistBackendError:" in first, first
     assert first.endswith("NCCL WARN Failed to initialize any NET plugin"), first
+
+
+def test_a_run_killed_during_a_save_resumes_from_its_last_complete_checkpoint(
+    ray_node: RayNode, b200_smoke: Any, tmp_path: Path
+) -> None:
+    """The job's own entrypoint (on this one node), 25 steps, saving every 10: the first attempt
+    dies while it saves step 20 (the workers wrote, the folder is still `tmp_step_20`). The next
+    attempt of the same run finds the same checkpoint folder, resumes from `step_10`, never
+    from the half-written save, and ends with NeMo RL's layout (the stand-in's)."""
+    job = by_name(b200_smoke)["ray-job"].inputs
+    folder = Path(str(job["metadata"]["annotations"]["nemo-rl-gke/checkpoint-dir"]))
+    checkpoints = ray_node.data / folder.relative_to("/data")
+    script = shlex.split(job["spec"]["entrypoint"])[2]
+    assert " cluster.num_nodes=2 " in script
+    assert " grpo.max_num_steps=10 " in script
+    script = script.replace(" cluster.num_nodes=2 ", " cluster.num_nodes=1 ")
+    script = script.replace(" grpo.max_num_steps=10 ", " grpo.max_num_steps=25 ")
+    dying = script.replace(
+        "set -o pipefail && ", "export NEMO_RL_STANDIN_EXIT_DURING_SAVE=20 && set -o pipefail && "
+    )
+    first, _ = run_gate(
+        ray_node, b200_smoke, tmp_path / "a", ENTRYPOINT=f"bash -c {shlex.quote(dying)}",
+        GATE_RUN_ID="00000001", GATE_SCOPE="1 node",
+    )  # fmt: skip
+    assert first.returncode == 1, first.stdout[-3000:]
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["step_10", "tmp_step_20"]
+    again, _message = run_gate(
+        ray_node, b200_smoke, tmp_path / "b", ENTRYPOINT=f"bash -c {shlex.quote(script)}",
+        GATE_RUN_ID="00000002", GATE_SCOPE="1 node",
+    )  # fmt: skip
+    assert again.returncode == 0, again.stdout[-3000:]
+    log = (checkpoints.parent / "logs" / "driver.log").read_text()
+    assert "resuming from the checkpoint of step 10" in log
+    assert "step 11/25" in log
+    assert "step 10/25" in log.split("resuming", 1)[0]
+    # A save that died is replaced, never resumed from; the newest three are kept.
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["step_10", "step_20", "step_25"]
+    info = json.loads((checkpoints / "step_20" / "training_info.json").read_text())
+    assert info["step"] == 20

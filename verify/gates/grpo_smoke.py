@@ -22,6 +22,7 @@ import re
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -168,16 +169,43 @@ def dashboard_token() -> str:
 
 def call(base: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
     """One request to Ray's dashboard, with its token; the decoded JSON answer."""
+    return json.loads(request(base, method, path, body) or "null")
+
+
+def request(base: str, method: str, path: str, body: dict[str, Any] | None = None) -> str:
+    """One request to Ray's dashboard, with its token; the answer's text."""
     data = json.dumps(body).encode() if body is not None else None
     headers = {"Content-Type": "application/json"} if data else {}
     token = dashboard_token()
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(  # noqa: S310 - the RayCluster's own http address
+    asked = urllib.request.Request(  # noqa: S310 - the RayCluster's own http address
         base.rstrip("/") + path, data=data, method=method, headers=headers
     )
-    with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
-        return json.loads(answer.read().decode() or "null")
+    with urllib.request.urlopen(asked, timeout=30) as answer:  # noqa: S310
+        return str(answer.read().decode(errors="replace"))
+
+
+def driver_log(base: str, submission: str, node: str) -> str:
+    """The job's driver log: what Ray's job API serves (the agent at the address the driver's
+    supervisor recorded reads its file), or, where that holds no line of the driver, Ray's log
+    API for the file on the driver's node `node` (what `ray logs` reads, through the node's
+    log agent)."""
+    logs = str(call(base, "GET", f"/api/jobs/{submission}/logs").get("logs", ""))
+    if os.environ.get("MEASURES") and not measurements(logs) and node:
+        query = urllib.parse.urlencode(
+            {
+                "node_id": node,
+                "filename": f"job-driver-{submission}.log",
+                "lines": "5000",
+                "filter_ansi_code": "true",
+            }
+        )
+        try:
+            logs = request(base, "GET", f"/api/v0/logs/file?{query}")
+        except (OSError, ValueError) as problem:
+            print(f"no driver log from Ray's log API ({problem})")
+    return logs
 
 
 def main() -> int:
@@ -248,11 +276,12 @@ def main() -> int:
         return gate.finish(f"Ray refused the submission: HTTP {refused.code} {reason}")
     print(f"{gate.name}: submitted {submission}; following it every {poll:g} s")
 
-    status, message = "PENDING", ""
+    status, message, node = "PENDING", "", ""
     while True:
         try:
             info = call(base, "GET", f"/api/jobs/{submission}")
             status, message = str(info.get("status", "")), str(info.get("message") or "")
+            node = str(info.get("driver_node_id") or "")
         except (OSError, ValueError) as problem:
             print(f"{gate.name}: could not read the job's status ({problem}); retrying")
         if status in FINAL:
@@ -271,7 +300,7 @@ def main() -> int:
     elapsed = f"{time.monotonic() - started:.0f}"
     logs = ""
     try:
-        logs = str(call(base, "GET", f"/api/jobs/{submission}/logs").get("logs", ""))
+        logs = driver_log(base, submission, node)
         tail = logs.splitlines()[-LOG_TAIL_LINES:]
         print(f"--- last {len(tail)} lines of {submission}'s log ---", *tail, "---", sep="\n")
     except (OSError, ValueError) as problem:

@@ -14,8 +14,6 @@ RayCluster and before the RayJob; it does not run beside a training run.
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import shlex
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ from planning.ray import (
     fail_fast,
     gib_setup_steps,
     gpu_setup_steps,
+    ship_file,
 )
 from planning.verify import (
     DASHBOARD_TOKEN_FILE,
@@ -93,9 +92,6 @@ def job_nccl_entrypoint(run: GrpoRun, nodes: int, script: str) -> str:
     """The Ray job's entrypoint: the GRPO driver's clean environment and GPU setup, the driver
     written out from the command line itself, run with the image's Python (`uv run`)."""
     setup = gib_setup_steps(run.tuner_config) if run.rdma else gpu_setup_steps()
-    # Compressed (a third of the size): the entrypoint is printed in the job's log.
-    encoded = base64.b64encode(gzip.compress(script.encode(), mtime=0)).decode()
-    folder = str(Path(JOB_NCCL_SCRIPT_PATH).parent)
     env = {
         "NODES": str(nodes),
         "GPUS_PER_NODE": str(run.gpus_per_node),
@@ -107,11 +103,8 @@ def job_nccl_entrypoint(run: GrpoRun, nodes: int, script: str) -> str:
         [
             f"unset {' '.join(DRIVER_CLEAN_ENV)}",
             *setup,
-            # Through a variable: a failing step's message repeats the step, not the driver.
-            f"export {DRIVER_VARIABLE}={encoded}",
-            f"mkdir -p {folder}",
-            f'printf %s "${DRIVER_VARIABLE}" | base64 -d | gunzip > {JOB_NCCL_SCRIPT_PATH}',
-            f"unset {DRIVER_VARIABLE}",
+            # Compressed (a third of the size): the entrypoint is printed in the job's log.
+            *ship_file(DRIVER_VARIABLE, script, JOB_NCCL_SCRIPT_PATH),
             f"cd {NEMO_RL_DIR}",
             "export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()),
         ]

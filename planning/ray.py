@@ -5,12 +5,15 @@ Nothing here touches Pulumi; the RayCluster component only places these values.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import hashlib
 import json
 import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from planning.catalog import GpuProfile
@@ -477,6 +480,44 @@ def model_download(model: str) -> str:
     return f"uv run hf download {shlex.quote(model)} --exclude 'original/*'"
 
 
+WORKLOAD_DIR = Path(__file__).resolve().parents[1] / "workload"
+"""What the platform runs inside NeMo RL's processes (workload/)."""
+SITE_HOOK = "sitecustomize.py"
+SITE_VARIABLE = "NEMO_RL_GKE_SITE"
+
+
+def site_hook() -> str:
+    """workload/sitecustomize.py: rank 0 alone writes a checkpoint's tokenizer."""
+    return (WORKLOAD_DIR / SITE_HOOK).read_text(encoding="utf-8")
+
+
+def site_dir(run: GrpoRun) -> str:
+    """Where the driver puts the hook, on the shared volume: every worker's pod reads it."""
+    return f"{run.run_dir}/.nemo-rl-gke/python"
+
+
+def ship_file(variable: str, text: str, path: str) -> list[Step]:
+    """Steps that write `text` to `path` from the command line itself (gzip, then base64,
+    through a variable, so a failing step's message does not repeat it)."""
+    encoded = base64.b64encode(gzip.compress(text.encode(), mtime=0)).decode()
+    return [
+        f"export {variable}={encoded}",
+        f"mkdir -p {shlex.quote(str(PurePosixPath(path).parent))}",
+        f'printf %s "${variable}" | base64 -d | gunzip > {shlex.quote(path)}',
+        f"unset {variable}",
+    ]
+
+
+def tokenizer_guard_steps(run: GrpoRun) -> list[Step]:
+    """The hook on the shared volume and first on PYTHONPATH: NeMo RL forwards the driver's
+    environment to every worker, whose Python imports it at start-up (workload/)."""
+    folder = site_dir(run)
+    return [
+        *ship_file(SITE_VARIABLE, site_hook(), f"{folder}/{SITE_HOOK}"),
+        f"export PYTHONPATH={shlex.quote(folder)}${{PYTHONPATH:+:$PYTHONPATH}}",
+    ]
+
+
 def licence_advice(model: str) -> str:
     """What a failed download of a gated model most often means: the token's account has not
     accepted the model's licence (the Hub answers 403 for a token without access), or there is
@@ -506,6 +547,8 @@ def grpo_script_text(run: GrpoRun) -> str:
             *token_files(),
             *setup,
             f"mkdir -p {shlex.quote(run.log_dir)}",
+            # v0.7.0 writes a checkpoint's tokenizer from every rank at once; rank 0 alone does.
+            *(tokenizer_guard_steps(run) if run.checkpoints else []),
             f"cd {NEMO_RL_DIR}",
             # The model's licence is checked here, before NeMo RL starts: the first file of a
             # gated model the token cannot read fails the download with the Hub's 403.

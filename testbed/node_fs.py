@@ -33,7 +33,9 @@ from testbed.shared import shared_dir
 REPO = Path(__file__).resolve().parents[1]
 STANDIN_NEMO_RL = Path(__file__).resolve().parent / "nemo_rl_standin"
 STANDIN_TORCH = Path(__file__).resolve().parent / "torch_standin"
-"""The image's torch, as the test bed's Python finds it (PYTHONPATH of every Ray pod)."""
+STANDIN_TRANSFORMERS = Path(__file__).resolve().parent / "transformers_standin"
+"""The image's torch and transformers, as the test bed's Python finds them (PYTHONPATH of every
+Ray pod)."""
 IMAGE_WORKDIR = "/opt/nemo-rl"
 GKE_DRIVER_DIR = "/usr/local/nvidia"
 """Where GKE's device plugin mounts the node's driver (libraries, nvidia-smi) in GPU containers."""
@@ -376,8 +378,8 @@ def container_environment(
     """The container's environment as the kubelet builds it over the image's (values, `$(VAR)`
     references, downward-API fields, Secret keys), container paths mapped; then what the test
     bed's node adds: PATH with the node's tools and this host's Python, HOME and TMPDIR in the
-    pod's folder, where the node records are, the torch stand-in where the image's Python has
-    torch, and how many GPUs its nvidia-smi shows."""
+    pod's folder, where the node records are, the torch and transformers stand-ins where the
+    image's Python has them, and how many GPUs its nvidia-smi shows."""
     env = dict(IMAGE_ENV)
     env["HOSTNAME"] = pod["metadata"].get("name", "")
     namespace = pod["metadata"].get("namespace", "")
@@ -404,7 +406,7 @@ def container_environment(
             "HOME": str(home),
             "TMPDIR": str(fs.mounts["/tmp"]),
             NODES_ENV: str(folders.root / "nodes"),
-            "PYTHONPATH": str(STANDIN_TORCH),
+            "PYTHONPATH": os.pathsep.join([str(STANDIN_TORCH), str(STANDIN_TRANSFORMERS)]),
             "NVIDIA_STANDIN_GPUS": str(limits.get("nvidia.com/gpu", 0)),
         }
     )

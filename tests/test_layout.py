@@ -27,6 +27,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "program": frozenset({"program", "components", "planning", "stack_config"}),
     "policies": frozenset({"policies", "planning"}),
     "verify": frozenset({"verify", "planning"}),
+    "workload": frozenset({"workload"}),
     "__main__": frozenset({"program", "planning", "stack_config"}),
     "pulumi_offline": frozenset({"pulumi_offline", "planning", "stack_config"}),
     "preflight": frozenset(

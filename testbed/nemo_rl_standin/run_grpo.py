@@ -251,14 +251,15 @@ def main() -> int:
     worker = ray.remote(num_gpus=1, num_cpus=1)(_Worker)
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+    # Each worker's rank in its environment, as NeMo RL's worker groups set it.
     actors: list[Any] = [
         worker.options(
-            runtime_env=runtime_env,
+            runtime_env={"env_vars": {**env_vars, "RANK": str(n * per_node + index)}},
             scheduling_strategy=PlacementGroupSchedulingStrategy(
                 placement_group=group, placement_group_bundle_index=index
             ),
         ).remote()
-        for group in groups
+        for n, group in enumerate(groups)
         for index in range(per_node)
     ]
     reports: list[dict[str, Any]] = []
@@ -307,7 +308,8 @@ def save_checkpoint(
 ) -> None:
     """NeMo RL's layout (`checkpoint.py`): everything goes into `tmp_step_N`, which is renamed
     `step_N` once complete (a leftover `tmp_step_N` of a dead save is replaced); every worker
-    writes the policy's tokenizer there, as v0.7.0 does on every rank; then only the newest
+    saves the policy's tokenizer there, as v0.7.0 does on every rank (the `writers` file of
+    the transformers stand-in shows who wrote); then only the newest
     `keep_top_k` `step_N` are kept (the stand-in has no validation metric to rank them)."""
     import shutil
 
@@ -316,7 +318,7 @@ def save_checkpoint(
     tmp, final = folder / f"tmp_step_{step}", folder / f"step_{step}"
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "policy").mkdir(parents=True)
-    ray.get([a.save_tokenizer.remote(str(tmp / "policy" / "tokenizer")) for a in actors])
+    ray.get([a.save_tokenizer.remote(str(tmp / "policy" / "tokenizer"), model) for a in actors])
     (tmp / "training_info.json").write_text(
         json.dumps({"step": step, "model": model, "standin": STANDIN}), encoding="utf-8"
     )
@@ -336,12 +338,12 @@ class _Worker:
     def report(self, model: str) -> dict[str, Any]:
         return report(model)
 
-    def save_tokenizer(self, path: str) -> None:
-        """What each rank's save of the policy's tokenizer leaves (v0.7.0: every rank)."""
-        folder = Path(path)
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / "writers", "a") as writers:
-            writers.write(f"{os.getpid()}\n")
+    def save_tokenizer(self, path: str, model: str) -> None:
+        """Each rank's save of the policy's tokenizer, as v0.7.0 does it: on every rank,
+        through transformers (the image's; the test bed's stand-in here)."""
+        from transformers import AutoTokenizer  # type: ignore[import-not-found]  # the image's
+
+        AutoTokenizer.from_pretrained(model).save_pretrained(path)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import threading
@@ -36,6 +37,7 @@ from planning.ray import (
     TOKEN_ENV,
     TOKEN_WAIT_SECONDS,
     TOKENS_DIR,
+    site_hook,
 )
 from tests.harness import by_name, run_stack, variant
 
@@ -80,6 +82,11 @@ def bash(
     script = script.replace(NUMA_AFFINITY_FILE, str(tmp_path / "nrl_gpu_cpu_affinity"))
     script = script.replace("/usr/local/nvidia/bin/nvidia-smi", str(tmp_path / "nvidia-smi"))
     script = script.replace(TOKENS_DIR, str(tmp_path / "tokens"))
+    # The tokenizer guard's folder on the shared volume (mkdir is a no-op here).
+    (tmp_path / "site").mkdir(exist_ok=True)
+    script = re.sub(
+        r"/data/nemo-rl/runs/[^/ ]+/\.nemo-rl-gke/python", str(tmp_path / "site"), script
+    )
     proc = subprocess.run(
         ["bash", "-c", f"{MOCKS}\n{script}\n"],
         env={**env, "ENV_OUT": str(out), "CALLS": str(calls)},
@@ -431,3 +438,21 @@ def test_a_gated_model_the_token_cannot_read_stops_before_nemo_rl_naming_its_lic
         f" https://huggingface.co/{model}"
     ) in refused.stderr
     assert not any("run_grpo.py" in call for call in calls)
+
+
+def test_the_driver_ships_the_tokenizer_guard_first_on_pythonpath(
+    b200_job: Any, tmp_path: Path
+) -> None:
+    """NeMo RL hands the driver's environment to every worker: the hook written on the shared
+    volume and first on PYTHONPATH reaches each of them (tests/workload: what it does)."""
+    job = by_name(b200_job)["ray-job"].inputs["spec"]
+    (_, _, script) = shlex.split(job["entrypoint"])
+    (tmp_path / "tokens").mkdir(exist_ok=True)
+    (tmp_path / "tokens" / "HF_TOKEN").write_text("hf_from_the_secret")
+    base = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": "/image/path"}
+    ran, env, calls = bash(script, base, tmp_path, "guard")
+    assert ran.returncode == 0, ran.stderr
+    assert "run python examples/run_grpo.py" in calls[-1]
+    assert env["PYTHONPATH"] == f"{tmp_path / 'site'}:/image/path"  # the image's kept after it
+    assert (tmp_path / "site" / "sitecustomize.py").read_text() == site_hook()
+    assert "NEMO_RL_GKE_SITE" not in env

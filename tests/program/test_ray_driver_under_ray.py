@@ -248,3 +248,8 @@ def test_a_run_killed_during_a_save_resumes_from_its_last_complete_checkpoint(
     assert sorted(p.name for p in checkpoints.iterdir()) == ["step_10", "step_20", "step_25"]
     info = json.loads((checkpoints / "step_20" / "training_info.json").read_text())
     assert info["step"] == 20
+    # The driver's hook (workload/sitecustomize.py): of the 8 ranks, rank 0 alone wrote the
+    # tokenizer (NeMo RL v0.7.0 has every rank write it; test_sitecustomize.py shows both).
+    for step in ("step_20", "step_25"):
+        writers = (checkpoints / step / "policy" / "tokenizer" / "writers").read_text()
+        assert [w.split(" ", 1)[1] for w in writers.splitlines()] == ["rank 0"], writers

@@ -341,7 +341,7 @@ class _Worker:
     def save_tokenizer(self, path: str, model: str) -> None:
         """Each rank's save of the policy's tokenizer, as v0.7.0 does it: on every rank,
         through transformers (the image's; the test bed's stand-in here)."""
-        from transformers import AutoTokenizer  # type: ignore[import-not-found]  # the image's
+        from transformers import AutoTokenizer  # the image's (the test bed's stand-in here)
 
         AutoTokenizer.from_pretrained(model).save_pretrained(path)
 

@@ -9,7 +9,9 @@ under real Ray are in tests/program/test_ray_driver_under_ray.py.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -104,3 +106,42 @@ def test_bus_bandwidth_factors_are_nccl_tests_ones() -> None:
     assert job_nccl.bus_factor("all_reduce", 16) == pytest.approx(2 * 15 / 16)
     assert job_nccl.bus_factor("all_gather", 16) == pytest.approx(15 / 16)
     assert job_nccl.bus_factor("all_gather", 1) == 0  # one rank has no bus traffic (the logs)
+
+
+RECORDED = Path(__file__).resolve().parent / "data" / "h100-job-nccl"
+"""The gate's own rank code on a real H100 (README.md there): not shared data, this project's."""
+
+
+@pytest.mark.parametrize("net", ["socket", "gIB"])
+def test_the_rank_code_s_real_results_judge_as_recorded(net: str) -> None:
+    """What the rank returned with real torch and NCCL judges the same here, and fails the
+    gate: one rank, and no gIB."""
+    job_nccl = driver()
+    result = json.loads((RECORDED / f"job_nccl-rank0-{net}.json").read_text())
+    log = (RECORDED / f"job_nccl-rank0-{net}.log").read_text()
+    recorded = result.pop("judge")
+    assert job_nccl.judge([{**result, "log": log}], 1, 1) == recorded
+    assert recorded["ranks_formed"] == "1"
+    assert recorded["ranks_with_nccl_version"] == "1"
+    assert recorded["ranks_on_gib"] == "0"
+    assert recorded["nccl_version"] == "2.28.9+cuda13.0"
+
+
+def test_real_torch_gave_right_values_at_every_size_on_sockets() -> None:
+    result = json.loads((RECORDED / "job_nccl-rank0-socket.json").read_text())
+    assert result["formed"] is True
+    assert result["wrong"] == 0
+    assert "error" not in result
+    assert result["torch"] == "2.11.0+cu130"
+    assert (
+        driver().read_nccl_log((RECORDED / "job_nccl-rank0-socket.log").read_text())["network"]
+        == "Socket"
+    )
+
+
+def test_real_torch_without_the_gib_plugin_fails_the_rank_with_nccl_s_warning() -> None:
+    result = json.loads((RECORDED / "job_nccl-rank0-gIB.json").read_text())
+    assert result["error"].startswith("DistBackendError: NCCL error")
+    assert result["error"].endswith("Failed to initialize any NET plugin")
+    found = driver().read_nccl_log((RECORDED / "job_nccl-rank0-gIB.log").read_text())
+    assert found["warning"] == "Failed to initialize any NET plugin"

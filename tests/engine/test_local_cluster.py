@@ -1229,6 +1229,20 @@ def test_queued_runs_wait_for_gpus_and_topology(b200: str) -> None:
         assert kube("get", "rayjobs.ray.io", "run-b", "-n", "nemo-rl")["spec"]["suspend"] is True
         assert run_pods("run-b", "head") == []
         assert run_pods("run-b") == []
+        # Time in the queue is not time to start: a run with a 10 s start deadline (the stack's
+        # is ray.job.preRunningDeadlineSeconds, 1 h) waits behind A for longer, and KubeRay
+        # neither fails nor starts it while Kueue keeps it suspended.
+        assert template["spec"]["preRunningDeadlineSeconds"] == 3600
+        create(queued_run(template, "run-e", entrypoint="sleep 900", preRunningDeadlineSeconds=10))
+        wait_until("run E's workload to queue", lambda: workload_of("RayJob", "run-e") is not None)
+        time.sleep(20)
+        assert condition(workload_of("RayJob", "run-e"), "Admitted").get("status") != "True"
+        queued = kube("get", "rayjobs.ray.io", "run-e", "-n", "nemo-rl")
+        assert queued["spec"]["suspend"] is True
+        assert queued.get("status", {}).get("jobDeploymentStatus") != "Failed", queued["status"]
+        assert queued.get("status", {}).get("reason") != "PreRunningDeadlineExceeded"
+        assert run_pods("run-e") == []
+        kubectl_delete("rayjobs.ray.io", "run-e")
         # A ends (deleted); its workload goes and B is admitted.
         kubectl_delete("rayjobs.ray.io", "run-a")
         wait_until(
@@ -1264,7 +1278,7 @@ def test_queued_runs_wait_for_gpus_and_topology(b200: str) -> None:
         )
         assert subblocks_of(run_pods("run-d")) == {"block-0-sb-0", "block-0-sb-1"}
     finally:
-        kubectl_delete("rayjobs.ray.io", "run-a", "run-b", "run-c", "run-d")
+        kubectl_delete("rayjobs.ray.io", "run-a", "run-b", "run-c", "run-d", "run-e")
         relabel("b200-gpu-1", "block-0-sb-0")
         wait_until("the runs' workloads to go", lambda: not workloads(), timeout=120)
         must(pulumi(b200, "up", "--yes", env=env))

@@ -1556,6 +1556,16 @@ def test_flex_start_admits_a_run_once_queued_provisioning_has_its_nodes(
             lambda: condition(workload_of("RayJob", run), "Admitted").get("status") == "True",
             timeout=90,
         )
+        # Kueue marks the workload Admitted, then its job reconciler writes the pod sets' info
+        # (the annotation below) into the RayJob as it lifts `suspend`: wait for that write.
+        wait_until(
+            "Kueue to start the admitted run",
+            lambda: (
+                kube("get", "rayjobs.ray.io", run, "-n", "nemo-rl")["spec"].get("suspend")
+                is not True
+            ),
+            timeout=60,
+        )
         job = kube("get", "rayjobs.ray.io", run, "-n", "nemo-rl")
         (group,) = job["spec"]["rayClusterSpec"]["workerGroupSpecs"]
         annotations = group["template"]["metadata"]["annotations"]

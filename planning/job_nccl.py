@@ -14,7 +14,6 @@ RayCluster and before the RayJob; it does not run beside a training run.
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,18 +30,16 @@ from planning.ray import (
     ship_file,
 )
 from planning.verify import (
-    DASHBOARD_TOKEN_FILE,
     GATES_DIR,
     NCCL_MARGIN,
     NCCL_MESSAGE_BYTES,
     NCCL_PUBLISHED_BUSBW_8G,
-    SMOKE_POLL_SECONDS,
-    SMOKE_STOP_MARGIN_SECONDS,
     GateSettings,
     Threshold,
     VerifyInputs,
     fingerprint_of,
     nccl_min_busbw,
+    ray_gate_env,
     smoke_script,
 )
 
@@ -181,16 +178,13 @@ def plan_job_nccl(
 def job_nccl_env(plan: JobNcclPlan, dashboard_service: str) -> dict[str, str]:
     """The gate container's environment (after POD_NAMESPACE and GATE_RUN_ID): the smoke's,
     with the driver's MEASURE lines judged against the thresholds."""
-    return {
-        "GATE_NAME": JOB_NCCL_GATE,
-        "GATE_SCOPE": f"{plan.nodes} nodes x {plan.gpus_per_node} GPUs",
-        "RAY_DASHBOARD": f"http://{dashboard_service}.$(POD_NAMESPACE).svc.cluster.local:8265",
-        "DASHBOARD_TOKEN_FILE": DASHBOARD_TOKEN_FILE,
-        "SUBMISSION_PREFIX": plan.job_name,
-        "ENTRYPOINT": plan.entrypoint,
-        "ENTRYPOINT_RESOURCES": json.dumps(plan.entrypoint_resources),
-        "MEASURES": json.dumps([[t.metric, t.op, t.value, t.unit] for t in plan.thresholds]),
-        "DEADLINE_SECONDS": str(plan.timeout_seconds - SMOKE_STOP_MARGIN_SECONDS),
-        "POLL_SECONDS": str(SMOKE_POLL_SECONDS),
-        "PYTHONDONTWRITEBYTECODE": "1",
-    }
+    return ray_gate_env(
+        JOB_NCCL_GATE,
+        f"{plan.nodes} nodes x {plan.gpus_per_node} GPUs",
+        plan.job_name,
+        plan.entrypoint,
+        plan.entrypoint_resources,
+        plan.timeout_seconds,
+        dashboard_service,
+        plan.thresholds,
+    )

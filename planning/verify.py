@@ -508,17 +508,46 @@ def plan_smoke(
     )
 
 
-def smoke_env(plan: SmokePlan, dashboard_service: str) -> dict[str, str]:
-    """The smoke gate container's environment (after POD_NAMESPACE and GATE_RUN_ID)."""
+def ray_gate_env(
+    gate: str,
+    scope: str,
+    job_name: str,
+    entrypoint: str,
+    resources: Mapping[str, int],
+    timeout_seconds: int,
+    dashboard_service: str,
+    measures: tuple[Threshold, ...] = (),
+) -> dict[str, str]:
+    """A Ray job gate container's environment (after POD_NAMESPACE and GATE_RUN_ID): what it
+    submits, where, and until when; with `measures`, the thresholds its MEASURE lines are
+    judged against (verify/gates/grpo_smoke.py)."""
     return {
-        "GATE_NAME": SMOKE_GATE,
-        "GATE_SCOPE": f"{plan.run.nodes * plan.run.gpus_per_node} GPU",
+        "GATE_NAME": gate,
+        "GATE_SCOPE": scope,
         "RAY_DASHBOARD": f"http://{dashboard_service}.$(POD_NAMESPACE).svc.cluster.local:8265",
         "DASHBOARD_TOKEN_FILE": DASHBOARD_TOKEN_FILE,
-        "SUBMISSION_PREFIX": plan.job_name,
-        "ENTRYPOINT": plan.entrypoint,
-        "ENTRYPOINT_RESOURCES": json.dumps(dict(plan.entrypoint_resources)),
-        "DEADLINE_SECONDS": str(plan.timeout_seconds - SMOKE_STOP_MARGIN_SECONDS),
+        "SUBMISSION_PREFIX": job_name,
+        "ENTRYPOINT": entrypoint,
+        "ENTRYPOINT_RESOURCES": json.dumps(dict(resources)),
+        **(
+            {"MEASURES": json.dumps([[t.metric, t.op, t.value, t.unit] for t in measures])}
+            if measures
+            else {}
+        ),
+        "DEADLINE_SECONDS": str(timeout_seconds - SMOKE_STOP_MARGIN_SECONDS),
         "POLL_SECONDS": str(SMOKE_POLL_SECONDS),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
+
+
+def smoke_env(plan: SmokePlan, dashboard_service: str) -> dict[str, str]:
+    """The smoke gate container's environment (after POD_NAMESPACE and GATE_RUN_ID)."""
+    return ray_gate_env(
+        SMOKE_GATE,
+        f"{plan.run.nodes * plan.run.gpus_per_node} GPU",
+        plan.job_name,
+        plan.entrypoint,
+        plan.entrypoint_resources,
+        plan.timeout_seconds,
+        dashboard_service,
+    )

@@ -12,6 +12,7 @@ from program.guard import REPLACEMENT_EXPORT, stop_surprise_replacements
 from program.network import build_networks
 from program.queue import build_job_queue, build_kueue
 from program.ray import build_ray
+from program.rdma import build_rdma
 from program.reservation import check_reservation, gpu_pool_running
 from program.storage import build_cloud_storage, build_volumes
 from program.verify import build_verification
@@ -48,10 +49,13 @@ volumes = build_volumes(
 )
 kueue = build_kueue(cfg, gke)  # the job queue's controller, before any Job in the namespace
 # The gates prove GPUs, RDMA, NCCL and /data before the RayCluster takes the GPUs.
-verification = build_verification(cfg, gke, volumes, {"stack": stack}, kueue)
+rdma = build_rdma(cfg, gke, volumes)  # the NICs' path: Network objects or DRANET claims
+verification = build_verification(cfg, gke, volumes, {"stack": stack}, rdma, kueue)
 gates = [verification.last] if verification is not None and verification.last else []
 queue = build_job_queue(cfg, gke, volumes, kueue, open_after=gates)  # opens after the gates
-ray = build_ray(cfg, gke, volumes, secret_outputs(), {"stack": stack}, after=gates, queue=queue)
+ray = build_ray(
+    cfg, gke, volumes, secret_outputs(), {"stack": stack}, rdma, after=gates, queue=queue
+)
 
 pulumi.export(REPLACEMENT_EXPORT, replacement_config)
 pulumi.export("clusterName", gke.cluster.name)

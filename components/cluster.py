@@ -85,6 +85,9 @@ class GkeClusterArgs:
     maintenance: MaintenancePlan
     lustre_csi: bool
     """Enable the Managed Lustre CSI driver add-on."""
+    multi_networking: bool = True
+    """GKE's multi-network API for the GPU nodes' extra NICs; off with DRANET, which manages
+    the same NICs (Google's docs: the two are mutually exclusive)."""
     lustre_single_nic: bool = False
     """Turn the Lustre CSI driver's multi-NIC mode off: from GKE 1.35.2-gke.1842000 it uses all
     of a node's standard NICs and requires them to be in one VPC (Managed Lustre docs, "Same
@@ -191,9 +194,10 @@ class GkeCluster(pulumi.ComponentResource):
                 cluster_secondary_range_name=args.pods_range_name,
                 services_secondary_range_name=args.services_range_name,
             ),
-            # Multi-networking (the GPU nodes' gVNIC and RDMA NICs) requires Dataplane V2.
+            # Multi-networking (the GPU nodes' gVNIC and RDMA NICs) and managed DRANET both
+            # require Dataplane V2.
             datapath_provider="ADVANCED_DATAPATH",
-            enable_multi_networking=True,
+            enable_multi_networking=args.multi_networking,
             # Every pool is declared explicitly; the default pool would run as the Compute
             # default service account and drift outside Pulumi.
             remove_default_node_pool=True,

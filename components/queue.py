@@ -61,6 +61,8 @@ class KueueOperatorArgs:
     namespace: str = "kueue-system"
     node_selector: pulumi.Input[Mapping[str, str]] = field(default_factory=dict)
     """Where the controller runs (the system pool)."""
+    dranet: bool = False
+    """Map GKE's RDMA device class to Kueue's logical resource (pods claim NICs)."""
 
 
 class KueueOperator(pulumi.ComponentResource):
@@ -88,7 +90,7 @@ class KueueOperator(pulumi.ComponentResource):
             },
             opts=child,
         )
-        values = helm_values(args.workload_namespace, args.image)
+        values = helm_values(args.workload_namespace, args.image, dranet=args.dranet)
         values["controllerManager"]["nodeSelector"] = args.node_selector
         self.release = k8s.helm.v3.Release(
             f"{name}-release",

@@ -23,6 +23,7 @@ from typing import Any, Final, Literal
 import yaml
 
 from planning.catalog import GpuProfile
+from planning.dranet import KUEUE_RDMA_RESOURCE, kueue_device_mappings
 from planning.kube import ACCELERATOR_LABEL
 
 KUEUE_API: Final = "kueue.x-k8s.io/v1beta2"
@@ -112,6 +113,8 @@ class Flavor:
     cpu_millis: int
     memory_mib: int
     gpus: int
+    rdma_nics: int | None = None
+    """Quota of DRANET RDMA NICs (Kueue's mapped device class); None: the stack claims none."""
 
 
 @dataclass(frozen=True)
@@ -236,6 +239,11 @@ def _quota(flavor: Flavor) -> dict[str, Any]:
             {"name": "cpu", "nominalQuota": cpu_quantity(flavor.cpu_millis)},
             {"name": "memory", "nominalQuota": memory_quantity(flavor.memory_mib)},
             {"name": GPU_RESOURCE, "nominalQuota": str(flavor.gpus)},
+            *(
+                [{"name": KUEUE_RDMA_RESOURCE, "nominalQuota": str(flavor.rdma_nics)}]
+                if flavor.rdma_nics is not None
+                else []
+            ),
         ],
     }
 
@@ -251,7 +259,10 @@ def cluster_queue_spec(plan: QueuePlan) -> dict[str, Any]:
         "queueingStrategy": "StrictFIFO",
         "resourceGroups": [
             {
-                "coveredResources": list(COVERED_RESOURCES),
+                "coveredResources": [
+                    *COVERED_RESOURCES,
+                    *([KUEUE_RDMA_RESOURCE] if plan.gpu.rdma_nics is not None else []),
+                ],
                 "flavors": [_quota(plan.system), _quota(plan.gpu)],
             }
         ],
@@ -291,14 +302,15 @@ def provisioning_config_spec() -> dict[str, Any]:
     }
 
 
-def manager_config(namespace: str) -> str:
+def manager_config(namespace: str, dranet: bool = False) -> str:
     """Kueue's Configuration for the Helm chart (`managerConfig.controllerManagerConfigYaml`).
 
     The chart's own defaults, except: Kueue manages the Ray kinds only (the chart's default list
     includes `pod`, whose webhook would then refuse every Pod created anywhere while Kueue is
     down), and only in the workload namespace, which also scopes the job webhooks the chart
     always installs (batch Jobs included, failurePolicy Fail) to that namespace: the KubeRay
-    CRD Job and everything outside it never depend on Kueue being up.
+    CRD Job and everything outside it never depend on Kueue being up. With DRANET, the RDMA
+    device class is mapped to a logical resource the ClusterQueue gives quota to.
     """
     config = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
@@ -319,11 +331,16 @@ def manager_config(namespace: str) -> str:
         "managedJobsNamespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
         "integrations": {"frameworks": ["ray.io/rayjob", "ray.io/raycluster"]},
     }
+    if dranet:
+        config["resources"] = {"deviceClassMappings": kueue_device_mappings()}
     return yaml.safe_dump(config, sort_keys=False)
 
 
 def helm_values(
-    namespace: str, image: str, node_selector: Mapping[str, str] | None = None
+    namespace: str,
+    image: str,
+    node_selector: Mapping[str, str] | None = None,
+    dranet: bool = False,
 ) -> dict[str, Any]:
     """Values of the Kueue chart: the pinned image (what the published chart sets), the
     manager configuration above, the controller on the system pool."""
@@ -333,7 +350,7 @@ def helm_values(
     }
     values: dict[str, Any] = {
         "controllerManager": {"manager": manager},
-        "managerConfig": {"controllerManagerConfigYaml": manager_config(namespace)},
+        "managerConfig": {"controllerManagerConfigYaml": manager_config(namespace, dranet)},
     }
     if node_selector is not None:
         values["controllerManager"]["nodeSelector"] = dict(node_selector)

@@ -77,13 +77,17 @@ GATES_RERUN = "acceptance gate Jobs (they run again)"
 """The gates' Jobs are named after what they prove, the pool's capacity, reservation,
 placement and type among it (planning.verify): a new name is a new Job."""
 STORAGE_GATE_RERUNS = "storage gate Job (it runs again)"
+RDMA_GATES_RERUN = "RDMA gate Jobs (RDMA, NCCL and the run's own NCCL run again)"
+"""The gates whose pods take the NICs the way the Ray workers do: named after that way."""
 LUSTRE_VOLUME = "Lustre PersistentVolume and claim"
 
 
-def _gpu_pool_row(key: str, because: str, extra: str = "", gates: bool = True) -> Row:
+def _gpu_pool_row(
+    key: str, because: str, extra: str = "", gates: bool = True, rerun: str = GATES_RERUN
+) -> Row:
     return Row(
         key=f"{PROJECT}:{key}",
-        recreates=("GPU node pool", GATES_RERUN) if gates else ("GPU node pool",),
+        recreates=("GPU node pool", rerun) if gates else ("GPU node pool",),
         guarded=frozenset({Guarded.GPU_POOL}),
         loses=f"{LOSE_JOBS}; {LOSE_RESERVED}{extra}",
         because=because,
@@ -116,6 +120,14 @@ ROWS: tuple[Row, ...] = (
         gates=False,
     ),
     _gpu_pool_row("gpu.placement", "NodePool placementPolicy is a ForceNew block"),
+    _gpu_pool_row(
+        "network.rdma",
+        "NodePool networkConfig.acceleratorNetworkProfile and .additionalNodeNetworkConfigs are"
+        " ForceNew; the cluster's enableMultiNetworking changes in place",
+        "; the stack's RDMA and gVNIC VPCs and the Network objects are deleted (to dranet) or"
+        " created (to multi-network) beside it",
+        rerun=RDMA_GATES_RERUN,
+    ),
     _gpu_pool_row(
         "gpu.type",
         "NodePool name (gpu-<type>) and nodeConfig.guestAccelerators are ForceNew",

@@ -30,6 +30,7 @@ class VersionTable:
     gke_min_a3_ultra_rdma: Pin
     gke_min_l4_driver: Pin
     gke_min_flex_start: Pin
+    gke_min_dranet: Pin
     gke_min_lustre_port_988: Pin
     gke_min_kubelet_cadvisor_metrics: Pin
     # --- GKE control plane ---
@@ -77,6 +78,12 @@ VERSIONS: Final = VersionTable(
     gke_min_flex_start=Pin(
         "1.32.2-gke.1652000",
         "https://cloud.google.com/kubernetes-engine/docs/concepts/dws (flex-start for GPUs)",
+    ),
+    gke_min_dranet=Pin(
+        "1.34.1-gke.1829001",
+        "https://docs.cloud.google.com/kubernetes-engine/docs/how-to/allocate-network-resources-dra"
+        " (GKE installs the mrdma.google.com DeviceClass from this version; Cluster Toolkit's"
+        " gke-node-pool dranet_min_version, read 2026-07-01)",
     ),
     gke_min_lustre_port_988=Pin(
         "1.33.2-gke.4780000",

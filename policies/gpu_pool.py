@@ -14,8 +14,10 @@ from planning.catalog import (
     machine_family,
     profile_for_accelerator,
 )
+from planning.dranet import DRA_DRIVER_LABEL
 from planning.network import RDMA_MTU
-from planning.resource_types import NETWORK, NODE_POOL, SUBNETWORK
+from planning.resource_types import CLUSTER, NETWORK, NODE_POOL, SUBNETWORK
+from planning.versions import VERSIONS, gke_at_least
 from policies.base import Config, last_segment, of_type, resource_policy, stack_policy
 from policies.firewall import roce_network_names
 from policies.props import as_int, get_list, get_map, get_str
@@ -103,8 +105,8 @@ def _pool_nics(
     for pool in of_type(resources, NODE_POOL):
         accel, _ = _accelerator(pool.props)
         row = profile_for_accelerator(accel) if accel else None
-        if row is None or not row.rdma_nics:
-            continue
+        if row is None or not row.rdma_nics or _dranet(pool):
+            continue  # a DRANET pool is judged by gpu-pool-dranet
         extra = get_list(get_map(pool.props, "networkConfig"), "additionalNodeNetworkConfigs")
         nets = [last_segment(get_str(e, "network")) for e in extra]
         subs = [last_segment(get_str(e, "subnetwork")) for e in extra]
@@ -162,6 +164,80 @@ gpu_pool_nics = stack_policy(
             "minimum": 0,
             "description": "gVNIC networks expected before the RDMA subnets (null: the GPU"
             " catalog's count for the pool's machine).",
+        }
+    },
+)
+
+
+def _dranet(pool: PolicyResource) -> bool:
+    return bool(get_str(get_map(pool.props, "networkConfig"), "acceleratorNetworkProfile"))
+
+
+def _pool_dranet(
+    resources: Sequence[PolicyResource], config: Config
+) -> Iterator[tuple[str, PolicyResource | None]]:
+    clusters = list(of_type(resources, CLUSTER))
+    floor = str(config["minGkeVersion"])
+    for pool in of_type(resources, NODE_POOL):
+        if not _dranet(pool):
+            continue
+        accel, _ = _accelerator(pool.props)
+        row = profile_for_accelerator(accel) if accel else None
+        if row is None or not row.rdma_nics:
+            yield (
+                f"asks GKE to manage RDMA networks for {accel or 'no accelerator'}, which has no"
+                " RDMA NICs",
+                pool,
+            )
+            continue
+        extra = get_list(get_map(pool.props, "networkConfig"), "additionalNodeNetworkConfigs")
+        if extra:
+            yield (
+                f"has acceleratorNetworkProfile and {len(extra)} additional node networks: GKE"
+                " manages the NICs itself under DRANET, and Google's docs call DRANET and the"
+                " multi-network API mutually exclusive",
+                pool,
+            )
+        labels = get_map(get_map(pool.props, "nodeConfig"), "labels")
+        if labels.get(DRA_DRIVER_LABEL) != "true":
+            yield (
+                f"has acceleratorNetworkProfile but not the node label {DRA_DRIVER_LABEL}=true:"
+                " GKE runs its networking DRA driver only on labelled nodes, so no claim is ever"
+                " allocated",
+                pool,
+            )
+        for cluster in clusters:
+            datapath = get_str(cluster.props, "datapathProvider")
+            if datapath is not None and datapath != "ADVANCED_DATAPATH":
+                yield (
+                    f"is a DRANET pool on cluster {cluster.name} with datapath {datapath};"
+                    " managed DRANET needs Dataplane V2 (ADVANCED_DATAPATH)",
+                    pool,
+                )
+            version = get_str(cluster.props, "minMasterVersion")
+            if version and not gke_at_least(version, floor):
+                yield (
+                    f"is a DRANET pool on cluster {cluster.name} at {version}, older than"
+                    f" {floor}, the first GKE version that installs the RDMA device class",
+                    pool,
+                )
+
+
+gpu_pool_dranet = stack_policy(
+    name="gpu-pool-dranet",
+    description="A GPU pool on GKE managed DRANET has RDMA NICs, attaches no networks of its"
+    " own, is labelled for the DRA driver, and its cluster runs Dataplane V2 at GKE's floor.",
+    check=_pool_dranet,
+    remediation=(
+        "Use network.rdma dranet only for A4 / A3 Ultra pools and remove network.gvnicCidr and"
+        " network.rdmaCidrs; keep the cluster on ADVANCED_DATAPATH and cluster.minVersion at or"
+        " above the floor."
+    ),
+    properties={
+        "minGkeVersion": {
+            "type": "string",
+            "default": VERSIONS.gke_min_dranet.value,
+            "description": "First GKE version that installs the mrdma.google.com DeviceClass.",
         }
     },
 )

@@ -24,6 +24,7 @@ from policies.gpu_pool import (
     compact_placement_single_zone,
     gpu_capacity_sold,
     gpu_machine_accelerator,
+    gpu_pool_dranet,
     gpu_pool_nics,
     rdma_network_profile,
 )
@@ -68,6 +69,7 @@ POLICIES: Final[list[Policy]] = [
     gke_authorized_networks,
     # GPU topology
     rdma_network_profile,
+    gpu_pool_dranet,
     gpu_pool_nics,
     gpu_machine_accelerator,
     gpu_capacity_sold,

@@ -21,6 +21,7 @@ from components import (
     SystemNodePool,
     SystemNodePoolArgs,
 )
+from planning.catalog import extra_gvnic_networks
 from planning.cluster import EngineVersions
 from planning.naming import PROJECT
 from planning.reservation import qualifying_project
@@ -110,8 +111,10 @@ def build_gke(
                 exclusion_end=maintenance.exclusion_end,
             ),
             lustre_csi=cfg.lustre.enabled,
-            # GPU nodes with a gVNIC NIC have a standard NIC outside the cluster VPC.
-            lustre_single_nic=bool(nets.gvnic is not None),
+            multi_networking=not cfg.dranet,
+            # GPU nodes with a second gVNIC NIC have a standard NIC outside the cluster VPC
+            # (with DRANET too: where GKE puts it is not documented, so Lustre keeps eth0).
+            lustre_single_nic=bool(extra_gvnic_networks(gpu)),
             legacy_lustre_port=cfg.legacy_lustre_port,
             gke_ray_addon=cfg.ray.operator == "gke-addon",
             protect=cfg.protect,
@@ -156,6 +159,7 @@ def build_gke(
             placement=cfg.gpu.placement,
             driver_version=cfg.gpu.driver_version,
             additional_networks=nets.node_networks,
+            dranet=cfg.dranet,
             max_pods_per_node=cfg.gpu.max_pods_per_node,
             labels=labels,
             # Behind the job queue a flex-start pool gets its nodes through Kueue's

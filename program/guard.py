@@ -104,8 +104,17 @@ def replacement_values(cfg: StackConfig) -> dict[str, Any]:
         "gpu.placement": gpu.placement,
         "gpu.driverVersion": gpu.driver_version,
         "network.primaryCidr": str(network.primary_cidr),
-        "network.gvnicCidr": str(network.gvnic_cidr),
-        "network.rdmaCidrs": [str(c) for c in cfg.rdma_cidrs],
+        # Under DRANET GKE plans the RDMA networks: the stack's ranges are not recorded, so
+        # a switch is judged once, by network.rdma.
+        **(
+            {}
+            if cfg.dranet
+            else {
+                "network.gvnicCidr": str(network.gvnic_cidr),
+                "network.rdmaCidrs": [str(c) for c in cfg.rdma_cidrs],
+            }
+        ),
+        "network.rdma": network.rdma,
         "network.psaCidr": str(network.psa_cidr),
         "lustre.throughput": lustre.throughput if lustre.enabled else 0,
         "lustre.filesystem": lustre.filesystem if lustre.enabled else "",

@@ -33,8 +33,9 @@ class Networks:
 
 
 def build_networks(cfg: StackConfig, apis: Sequence[pulumi.Resource] = ()) -> Networks:
-    """Cluster VPC always; gVNIC and RoCE VPCs when the GPU has those NICs (not on L4). Each
-    VPC (and so everything on it, Lustre included) waits for `apis`."""
+    """Cluster VPC always; gVNIC and RoCE VPCs when the GPU has those NICs (not on L4) and the
+    stack manages them (not with DRANET, where GKE does). Each VPC (and so everything on it,
+    Lustre included) waits for `apis`."""
     gpu = cfg.gpu.profile
     primary = PrimaryNetwork(
         "primary",
@@ -60,7 +61,7 @@ def build_networks(cfg: StackConfig, apis: Sequence[pulumi.Resource] = ()) -> Ne
                 apis=apis,
             ),
         )
-        if extra_gvnic_networks(gpu)
+        if extra_gvnic_networks(gpu) and not cfg.dranet
         else None
     )
     rdma = (
@@ -74,7 +75,7 @@ def build_networks(cfg: StackConfig, apis: Sequence[pulumi.Resource] = ()) -> Ne
                 apis=apis,
             ),
         )
-        if gpu.rdma_nics
+        if gpu.rdma_nics and not cfg.dranet
         else None
     )
     # Taken from the network components' outputs, so no network name is typed twice.

@@ -66,6 +66,7 @@ def plan_queue(cfg: StackConfig) -> QueuePlan:
             cpu_millis=system.max * system_cpu,
             memory_mib=system.max * system_memory,
             gpus=0,
+            rdma_nics=0 if cfg.dranet else None,
         ),
         gpu=Flavor(
             name=f"gpu-{gpu.key}",
@@ -75,6 +76,8 @@ def plan_queue(cfg: StackConfig) -> QueuePlan:
             cpu_millis=nodes * gpu_cpu,
             memory_mib=nodes * gpu_memory,
             gpus=cfg.kueue.gpu_quota if cfg.kueue.gpu_quota is not None else pool_gpus(cfg.gpu),
+            # Every RDMA NIC of the pool: the GPUs' quota is what limits a run.
+            rdma_nics=nodes * gpu.rdma_nics if cfg.dranet else None,
         ),
         provisioning=cfg.gpu.capacity == "flex-start",
     )
@@ -94,6 +97,7 @@ def build_kueue(cfg: StackConfig, gke: Gke) -> KueueOperator | None:
             workload_namespace=cfg.ray.namespace,
             priority_classes=(TRAINING_PRIORITY, VERIFY_PRIORITY),
             node_selector=gke.system_pool.node_selector,
+            dranet=cfg.dranet,
         ),
         opts=gke.k8s_opts,
     )

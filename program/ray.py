@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.gpu_pool.pod import RdmaWiring
 from components.ray.operator import KubeRayOperator, KubeRayOperatorArgs
 from components.ray.workload import RayJobPlan, RayWorkload, RayWorkloadArgs
 from planning.job_nccl import plan_job_nccl
@@ -16,6 +15,7 @@ from planning.verify import plan_smoke, smoke_script
 from planning.versions import VERSIONS
 from program.cluster import Gke
 from program.queue import Queue
+from program.rdma import Rdma
 from program.storage import Volumes
 from program.verify import verify_inputs
 from stack_config import StackConfig
@@ -38,6 +38,7 @@ def build_ray(
     volumes: Volumes,
     secrets: Mapping[str, pulumi.Output[str]],
     labels: Mapping[str, str],
+    rdma: Rdma,
     after: Sequence[pulumi.Resource] = (),
     queue: Queue | None = None,
 ) -> RayPlatform:
@@ -133,12 +134,7 @@ def build_ray(
             max_replicas=high,
             data_claim=volumes.data_claim,
             data_is_gcsfuse=volumes.gcsfuse,
-            rdma=RdmaWiring(
-                interfaces_annotation=gke.gpu_networking.interfaces_annotation,
-                tuner_config=gpu.nccl_tuner_config or "",
-            )
-            if gke.gpu_networking is not None
-            else None,
+            rdma=rdma.wiring,
             secrets=secrets,
             job=job,
             smoke=smoke,

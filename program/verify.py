@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from components.gpu_pool.pod import RdmaWiring
 from components.network.in_cluster import GVNIC_NETWORK, rdma_network_name
 from components.queue import KueueOperator
 from components.verify.gates import PlatformVerification, VerificationArgs
+from planning.dranet import CLAIM_TEMPLATE, RDMA_DEVICE_CLASS
 from planning.queue import VERIFY_PRIORITY
 from planning.ray import gib_shell_setup, gpu_shell_setup
 from planning.verify import StorageTarget, VerifyInputs, gate_scripts, plan_gates
 from planning.versions import VERSIONS
 from program.cluster import Gke
+from program.rdma import Rdma
 from program.storage import Volumes
 from stack_config import StackConfig
 
@@ -22,9 +23,13 @@ def verify_inputs(cfg: StackConfig) -> VerifyInputs:
     """What the gates depend on (each part changes the gates' fingerprints)."""
     gpu = cfg.gpu.profile
     rdma = gpu.rdma_nics > 0
-    networks = (
-        (GVNIC_NETWORK, *(rdma_network_name(i) for i in range(gpu.rdma_nics))) if rdma else ()
-    )
+    # What the worker-shaped gates' pods attach: the Network objects, or the DRANET claim
+    # (a switch between the paths is a new gate run).
+    networks: tuple[str, ...] = ()
+    if rdma and cfg.dranet:
+        networks = (f"{RDMA_DEVICE_CLASS}/{CLAIM_TEMPLATE}:{cfg.rdma_devices}",)
+    elif rdma:
+        networks = (GVNIC_NETWORK, *(rdma_network_name(i) for i in range(gpu.rdma_nics)))
     storage = (
         StorageTarget("lustre", cfg.lustre.capacity_gib, cfg.lustre.throughput)
         if cfg.lustre.enabled
@@ -58,6 +63,7 @@ def build_verification(
     gke: Gke,
     volumes: Volumes,
     labels: Mapping[str, str],
+    rdma: Rdma,
     kueue: KueueOperator | None = None,
 ) -> PlatformVerification | None:
     """The gate Jobs; None when the stack runs no gate. With Kueue, after its release and at
@@ -65,7 +71,7 @@ def build_verification(
     gates = plan_gates(verify_inputs(cfg), cfg.gate_settings)
     if not gates:
         return None
-    networking = gke.gpu_networking
+    networking = rdma.ready
     claim = volumes.lustre or volumes.bucket
     return PlatformVerification(
         "verify",
@@ -78,12 +84,7 @@ def build_verification(
             tolerations=gke.gpu_pool.tolerations,
             data_claim=volumes.data_claim,
             data_is_gcsfuse=volumes.gcsfuse,
-            rdma=RdmaWiring(
-                interfaces_annotation=networking.interfaces_annotation,
-                tuner_config=cfg.gpu.profile.nccl_tuner_config or "",
-            )
-            if networking is not None
-            else None,
+            rdma=rdma.wiring,
             # The GPU pool is not behind the Kubernetes provider (only the system pool is): a
             # gate created before its nodes exist would spend its deadline waiting for them.
             after=[

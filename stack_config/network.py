@@ -14,6 +14,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator
 
 from planning.catalog import extra_gvnic_networks
+from planning.dranet import RdmaPath
 from planning.network import (
     DEFAULT_MAX_PODS_PER_NODE,
     consecutive_subnets,
@@ -23,6 +24,7 @@ from planning.network import (
     prefix_for,
     usable_addresses,
 )
+from planning.versions import VERSIONS, gke_at_least
 from stack_config.base import ConfigModel
 from stack_config.errors import ConfigProblem, show
 from stack_config.gpu_pool import GpuConfig
@@ -133,6 +135,21 @@ class NetworkConfig(ConfigModel):
         description="CIDRs allowed to reach the control plane's IP endpoint (list of"
         " {name, cidr}; GKE takes at most 50 on a public endpoint).",
     )
+    rdma: RdmaPath = Field(
+        "multi-network",
+        description="How GPU pods reach their RDMA NICs: multi-network - the stack's own RoCE"
+        " VPC with one subnet per NIC, a gVNIC VPC and GKE Network objects, pods annotated per"
+        " NIC; dranet - GKE managed DRANET (Google's current A4 / A3 Ultra path): the GPU pool"
+        " with acceleratorNetworkProfile auto, GKE manages the RDMA networks, pods claim the NICs"
+        " through the default-rdma ResourceClaimTemplate. Switching a running stack replaces"
+        " the GPU pool (README, Day-2 changes).",
+    )
+    rdma_devices: int | None = Field(
+        None,
+        ge=1,
+        description="RDMA NICs each GPU pod claims with network.rdma dranet; default: every"
+        " RDMA NIC of the machine (one per GPU).",
+    )
     control_plane_endpoint: Literal["dns", "ip"] = Field(
         "dns",
         description="How Pulumi (and the kubeconfig and getCredentialsCommand outputs) reach the"
@@ -189,7 +206,10 @@ class NetworkConfig(ConfigModel):
 
 
 def planned_rdma_cidrs(network: NetworkConfig, gpu: GpuConfig) -> list[IPv4Network]:
-    """The RDMA subnets: as configured, or planned right after the gVNIC subnet."""
+    """The RDMA subnets: as configured, or planned right after the gVNIC subnet; none with
+    DRANET (GKE manages the RDMA networks)."""
+    if network.rdma == "dranet":
+        return []
     if network.rdma_cidrs is not None:
         return list(network.rdma_cidrs)
     return consecutive_subnets(network.gvnic_cidr, gpu.profile.rdma_nics)
@@ -202,6 +222,12 @@ def address_plan_problems(
 
     Paths are relative to the stack (`("network", "rdmaCidrs")`).
     """
+    dranet = network.rdma == "dranet"
+    if dranet:
+        # Only the cluster's own ranges exist: GKE plans the RDMA networks itself.
+        yield from _overlap_problems(network, [], lustre_enabled, with_gvnic=False)
+        yield from _capacity_problems(network, gpu, system_pool_max, [], with_gvnic=False)
+        return
     nics = gpu.profile.rdma_nics
     configured = network.rdma_cidrs
     if configured is not None and len(configured) != nics:
@@ -238,12 +264,21 @@ def address_plan_problems(
             f"{dup} is listed twice",
             "give each RDMA NIC its own subnet",
         )
+    yield from _overlap_problems(network, rdma, lustre_enabled, with_gvnic=True)
+    yield from _capacity_problems(network, gpu, system_pool_max, rdma, with_gvnic=True)
+
+
+def _overlap_problems(
+    network: NetworkConfig, rdma: list[IPv4Network], lustre_enabled: bool, with_gvnic: bool
+) -> Iterator[ConfigProblem]:
+    """No two of the stack's ranges share an address."""
     ranges = {
         "primaryCidr": network.primary_cidr,
         "podsCidr": network.pods_cidr,
         "servicesCidr": network.services_cidr,
-        "gvnicCidr": network.gvnic_cidr,
     }
+    if with_gvnic:
+        ranges["gvnicCidr"] = network.gvnic_cidr
     ranges.update({f"rdmaCidrs[{i}]": net for i, net in enumerate(rdma)})
     if lustre_enabled:
         ranges["psaCidr"] = network.psa_cidr
@@ -264,18 +299,21 @@ def address_plan_problems(
                     f"{rdma[j]} overlaps network.rdmaCidrs[{i}] ({net})",
                     "give each RDMA NIC a separate subnet",
                 )
-    yield from _capacity_problems(network, gpu, system_pool_max, rdma)
 
 
 def _capacity_problems(
-    network: NetworkConfig, gpu: GpuConfig, system_pool_max: int, rdma: list[IPv4Network]
+    network: NetworkConfig,
+    gpu: GpuConfig,
+    system_pool_max: int,
+    rdma: list[IPv4Network],
+    with_gvnic: bool,
 ) -> Iterator[ConfigProblem]:
     """Every range must hold the pools at their maximum: GKE stops adding nodes (or pods)
     when a subnet runs out, long after `pulumi up` succeeded."""
     gpu_nodes = gpu.max_nodes
     all_nodes = gpu_nodes + system_pool_max
     per_gpu_node: dict[str, IPv4Network] = {}
-    if extra_gvnic_networks(gpu.profile):
+    if with_gvnic and extra_gvnic_networks(gpu.profile):
         per_gpu_node["gvnicCidr"] = network.gvnic_cidr
     per_gpu_node.update({f"rdmaCidrs[{i}]": net for i, net in enumerate(rdma)})
     for key, net in per_gpu_node.items():
@@ -310,3 +348,56 @@ def _capacity_problems(
             f" ({DEFAULT_MAX_PODS_PER_NODE} pods)",
             f"use a /{32 - math.ceil(math.log2(needed))} or larger, or lower gpu.maxPodsPerNode",
         )
+
+
+def rdma_path_problems(network: NetworkConfig, gpu: GpuConfig) -> Iterator[ConfigProblem]:
+    """The RDMA path's own rules: DRANET only on machines with RDMA NICs, never beside the
+    multi-network ranges (Google's docs: both APIs would manage the same NICs), on GPU nodes
+    at GKE's floor, and no claim for more NICs than the machine has."""
+    row = gpu.profile
+    if network.rdma != "dranet":
+        if network.rdma_devices is not None:
+            yield ConfigProblem(
+                ("network", "rdmaDevices"),
+                "is read only with network.rdma dranet (multi-network pods get every NIC"
+                " through their interface annotations)",
+                "remove network.rdmaDevices, or set network.rdma: dranet",
+            )
+        return
+    if not row.rdma_nics:
+        yield ConfigProblem(
+            ("network", "rdma"),
+            f"dranet claims RDMA NICs, and {row.machine_type} (gpu.type {row.key}) has none",
+            "remove network.rdma (it defaults to multi-network); DRANET is for b200 (A4) and"
+            " h200 (A3 Ultra)",
+        )
+        return
+    for field, key in (("rdma_cidrs", "rdmaCidrs"), ("gvnic_cidr", "gvnicCidr")):
+        if field in network.model_fields_set:
+            yield ConfigProblem(
+                ("network", key),
+                "plans a network beside network.rdma dranet, where GKE manages the RDMA"
+                " networks itself (acceleratorNetworkProfile auto) and Google's docs call"
+                " DRANET and the multi-network API mutually exclusive",
+                f"remove network.{key}, or set network.rdma: multi-network",
+            )
+    if network.rdma_devices is not None and network.rdma_devices > row.rdma_nics:
+        yield ConfigProblem(
+            ("network", "rdmaDevices"),
+            f"claims {network.rdma_devices} RDMA NICs per pod, but {row.machine_type} has"
+            f" {row.rdma_nics}: no node could ever allocate the claim",
+            f"set at most {row.rdma_nics}, or remove it to claim every NIC of the node",
+        )
+    floor = VERSIONS.gke_min_dranet.value
+    if gpu.version is not None and not gke_at_least(gpu.version, floor):
+        yield ConfigProblem(
+            ("gpu", "version"),
+            f"{gpu.version} is older than {floor}, the minimum for GKE managed DRANET"
+            " (network.rdma dranet)",
+            f"set gpu.version to {floor} or newer, or remove it",
+        )
+
+
+def rdma_devices(network: NetworkConfig, gpu: GpuConfig) -> int:
+    """RDMA NICs each GPU pod claims under DRANET: configured, or every NIC of the node."""
+    return network.rdma_devices or gpu.profile.rdma_nics

@@ -26,7 +26,13 @@ from stack_config.cluster import ClusterConfig, gke_version_problems, pool_versi
 from stack_config.errors import ConfigProblem
 from stack_config.gpu_pool import GpuConfig
 from stack_config.labels import label_format_problem
-from stack_config.network import NetworkConfig, address_plan_problems, planned_rdma_cidrs
+from stack_config.network import (
+    NetworkConfig,
+    address_plan_problems,
+    planned_rdma_cidrs,
+    rdma_devices,
+    rdma_path_problems,
+)
 from stack_config.queue import QueueConfig, queue_enabled, queue_problems
 from stack_config.ray import RayConfig
 from stack_config.secrets import SECRET_KEYS as SECRET_KEYS  # re-exported; defined in secrets.py
@@ -93,6 +99,16 @@ class StackConfig(ConfigModel):
         return planned_rdma_cidrs(self.network, self.gpu)
 
     @property
+    def dranet(self) -> bool:
+        """Whether GPU pods reach their RDMA NICs through GKE managed DRANET."""
+        return self.network.rdma == "dranet" and self.gpu.profile.rdma_nics > 0
+
+    @property
+    def rdma_devices(self) -> int:
+        """RDMA NICs each GPU pod claims under DRANET."""
+        return rdma_devices(self.network, self.gpu)
+
+    @property
     def bucket_name(self) -> str:
         """The bucket's name: configured, or `<project>-<name>-data`."""
         return self.bucket.name or f"{self.project}-{self.name}-data"[:63].rstrip("-")
@@ -135,6 +151,8 @@ class StackConfig(ConfigModel):
                 VERSIONS.gke_min_kubelet_cadvisor_metrics.value
             ),
         }
+        if self.dranet:
+            needs["GKE managed DRANET (network.rdma dranet)"] = VERSIONS.gke_min_dranet.value
         if self.gpu.capacity == "flex-start":
             needs["flex-start"] = VERSIONS.gke_min_flex_start.value
         if self.lustre.enabled and not self.lustre.gke_support:
@@ -167,6 +185,7 @@ class StackConfig(ConfigModel):
                 f"pick a zone of {self.region} (e.g. {self.region}-b) or change gcp:region to"
                 f" {zone_region}",
             )
+        yield from rdma_path_problems(self.network, self.gpu)
         yield from gke_version_problems(self.cluster, self.required_gke_minimums())
         yield from pool_version_problems(self.cluster, self.gpu.version)
         yield from shared_storage_problems(self.lustre, self.bucket)

@@ -31,10 +31,12 @@ from typing import Any
 import yaml
 
 from planning.catalog import GpuProfile
+from planning.dranet import RDMA_DEVICE_CLASS
 from planning.kube import ACCELERATOR_LABEL, GKE_AUTH_PLUGIN, GPU_TAINT_KEY
 from planning.network import DEFAULT_MAX_PODS_PER_NODE
 from planning.verify import GATE_LABEL
 from testbed.cluster_pieces import build_all
+from testbed.dranet_standin import dranet_objects
 from testbed.host_ports import free_port
 from testbed.kueue_host import exclude_controller_from_kwok
 from testbed.node_topology import topology_labels
@@ -55,6 +57,8 @@ RAY_PODS_LINK = ROOT / "ray-pods"
 inside each pod's /tmp, must stay under 108 characters)."""
 TESTBED_CRDS = Path(__file__).resolve().parent / "crds"
 FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+RDMA_NICS = "nemo-rl-gke/rdma-nics"
+"""Test-bed annotation of a fake node: its machine's RDMA NICs (the DRA stand-in's slices)."""
 STOP_ORDER = [
     "ray-operator",
     "agent",
@@ -174,6 +178,7 @@ def _node(
     gpus: int = 0,
     taints: list[dict[str, str]] | None = None,
     pods: int = DEFAULT_MAX_PODS_PER_NODE,
+    rdma_nics: int = 0,
 ) -> dict[str, Any]:
     capacity = {
         "cpu": str(cpu),
@@ -189,7 +194,7 @@ def _node(
         "kind": "Node",
         "metadata": {
             "name": name,
-            "annotations": {FAKE_NODE_ANNOTATION: "fake"},
+            "annotations": {FAKE_NODE_ANNOTATION: "fake", RDMA_NICS: str(rdma_nics)},
             "labels": {
                 "kubernetes.io/hostname": name,
                 "kubernetes.io/os": "linux",
@@ -236,6 +241,7 @@ def stack_nodes(stack: str) -> list[dict[str, Any]]:
                 gpus=gpu.gpus_per_node,
                 taints=[taint],
                 pods=cfg.gpu.max_pods_per_node,
+                rdma_nics=gpu.rdma_nics,
             )
         )
     return nodes
@@ -298,8 +304,23 @@ def up(stack: str) -> Cluster:
         print(f"local cluster: already running at https://{cluster.endpoint}", flush=True)
     else:
         cluster = _start(processes)
-    created = kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump_all(stack_nodes(stack)))
+    nodes = stack_nodes(stack)
+    created = kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump_all(nodes))
     print(f"local cluster: nodes for stack {stack}:\n{created.rstrip()}", flush=True)
+    nics = [
+        (n["metadata"]["name"], int(n["metadata"].get("annotations", {}).get(RDMA_NICS, 0)))
+        for n in nodes
+    ]
+    if any(count for _, count in nics):
+        published = kubectl(
+            cluster, "apply", "-f", "-", input=yaml.safe_dump_all(dranet_objects(nics))
+        )
+        print(
+            "local cluster: STAND-IN for GKE's networking DRA driver (dra.net): published the"
+            f" {RDMA_DEVICE_CLASS} DeviceClass and each RDMA GPU node's NICs as a ResourceSlice:"
+            f"\n{published.rstrip()}",
+            flush=True,
+        )
     kubectl(cluster, "wait", "--for=condition=Ready", "node", "--all", "--timeout=120s")
     print(f"local cluster: ready; kubeconfig {KUBECONFIG.relative_to(REPO)}", flush=True)
     return cluster

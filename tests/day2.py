@@ -9,7 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from planning.replacements import GATES_RERUN, LUSTRE_VOLUME, STORAGE_GATE_RERUNS, row
+from planning.replacements import (
+    GATES_RERUN,
+    LUSTRE_VOLUME,
+    RDMA_GATES_RERUN,
+    STORAGE_GATE_RERUNS,
+    row,
+)
 
 RDMA = frozenset({"rdma-net", *(f"rdma-sub-{i}" for i in range(8))})
 GPU_GATES = frozenset({"verify-gpu-health", "verify-nccl", "verify-nccl-peers", "verify-rdma"})
@@ -20,6 +26,9 @@ ROLE_NAMES: dict[str, frozenset[str]] = {
     LUSTRE_VOLUME: frozenset({"lustre-volume-pv", "lustre-volume-pvc"}),
     "Lustre private services range": frozenset({"lustre-psa"}),
     GATES_RERUN: GPU_GATES | {"verify-storage", "ray-job-nccl-job"},
+    RDMA_GATES_RERUN: frozenset(
+        {"verify-nccl", "verify-nccl-peers", "verify-rdma", "ray-job-nccl-job"}
+    ),
     STORAGE_GATE_RERUNS: frozenset({"verify-storage"}),
 }
 """What each "Recreated" entry of the table is in the b200 stack (logical names)."""
@@ -57,6 +66,7 @@ REPLACING = (
     Case("gpu.driverVersion", {"gpu.driverVersion": "DEFAULT"}, lift_cuda_check=True),
     Case("gpu.capacity", {"gpu.capacity": "spot", "gpu.reservation": None}),
     Case("gpu.reservation", {"gpu.reservation": "another-reservation"}),
+    Case("network.rdma", {"network.rdma": "dranet"}),
     Case("zone", {"zone": "us-central1-c"}),
     Case("lustre.throughput", {"lustre.throughput": 1000}),
     Case("network.psaCidr", {"network.psaCidr": "172.17.0.0/20"}),

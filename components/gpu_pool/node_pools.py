@@ -11,6 +11,7 @@ import pulumi_gcp as gcp
 
 from components.cluster import CLOUD_PLATFORM
 from planning.catalog import Capacity, GpuProfile
+from planning.dranet import ACCELERATOR_NETWORK_PROFILE, DRA_DRIVER_LABEL
 from planning.kube import ACCELERATOR_LABEL, GPU_TAINT_KEY
 from planning.network import GPU_MAX_PODS_PER_NODE
 
@@ -143,6 +144,9 @@ class GpuNodePoolArgs:
     driver_version: Literal["DEFAULT", "LATEST"]
     additional_networks: pulumi.Input[list[dict[str, str]]]
     """`[{network, subnetwork}]` in NIC order, straight from the network components."""
+    dranet: bool = False
+    """GKE manages the RDMA networks (acceleratorNetworkProfile auto) and runs its networking
+    DRA driver on the nodes; `additional_networks` must then be empty."""
     version: str | None = None
     """Full GKE version of the GPU nodes; None: the version they were created at. GKE moves a
     pool to a new version by recreating its nodes under the upgrade settings."""
@@ -258,6 +262,8 @@ class GpuNodePool(pulumi.ComponentResource):
             else None,
             network_config=gcp.container.NodePoolNetworkConfigArgs(
                 enable_private_nodes=PRIVATE_NODES,
+                # Immutable in GKE and ForceNew in the provider: a switch replaces the pool.
+                accelerator_network_profile=ACCELERATOR_NETWORK_PROFILE if args.dranet else None,
                 additional_node_network_configs=pulumi.Output.from_input(
                     args.additional_networks
                 ).apply(
@@ -316,7 +322,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 args.capacity, args.reservation, args.reservation_project
             ),
             "taints": [{"key": GPU_TAINT_KEY, "value": "present", "effect": "NO_SCHEDULE"}],
-            "labels": {POOL_LABEL: "gpu"},
+            "labels": {POOL_LABEL: "gpu", **({DRA_DRIVER_LABEL: "true"} if args.dranet else {})},
         }
         if gpu.local_ssds:
             config["ephemeral_storage_local_ssd_config"] = {"local_ssd_count": gpu.local_ssds}

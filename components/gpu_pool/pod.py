@@ -1,8 +1,8 @@
 """What makes a pod on an RDMA GPU node a working one: shared by the Ray workers and the gates.
 
 The acceptance gates prove the workers' shape, so both build it here: the multi-network
-annotations, the driver and gIB host paths, and the shell setup that runs before the
-process (Google's set_nccl_env.sh, the image's LD_LIBRARY_PATH kept).
+annotations or the DRANET claim, the driver and gIB host paths, and the shell setup that runs
+before the process (Google's set_nccl_env.sh, the image's LD_LIBRARY_PATH kept).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 import pulumi
 
+from planning.dranet import container_claims, pod_claims
 from planning.kube import DEFAULT_INTERFACE_ANNOTATION, INTERFACES_ANNOTATION
 from planning.ray import GIB_DIR, NVIDIA_DIR, gib_shell_setup, gpu_shell_setup
 
@@ -27,12 +28,21 @@ GPU_CONTAINER_SECURITY: dict[str, Any] = {
 
 @dataclass(frozen=True, kw_only=True)
 class RdmaWiring:
-    """What an RDMA worker needs on top of a plain GPU worker."""
+    """What an RDMA worker needs on top of a plain GPU worker: its NICs through exactly one of
+    the two paths (multi-network annotations, or a DRANET claim)."""
 
-    interfaces_annotation: pulumi.Input[str]
-    """From the GpuNetworking component: eth0 + gvnic-1 + rdma-0..N."""
     tuner_config: str
     """NCCL tuner file for this GPU (`tuner_config_a4.txtpb` / `tuner_config_a3u.txtpb`)."""
+    interfaces_annotation: pulumi.Input[str] | None = None
+    """Multi-network: from the GpuNetworking component, eth0 + gvnic-1 + rdma-0..N."""
+    claim_template: pulumi.Input[str] | None = None
+    """DRANET: the namespace's ResourceClaimTemplate, from the DranetNetworking component."""
+
+    def __post_init__(self) -> None:
+        if (self.interfaces_annotation is None) == (self.claim_template is None):
+            raise pulumi.InputPropertyError(
+                "interfaces_annotation", "give exactly one of the annotation or the claim template"
+            )
 
 
 @dataclass(frozen=True)
@@ -43,19 +53,36 @@ class GpuPodParts:
     annotations: dict[str, Any] = field(default_factory=dict)
     mounts: list[dict[str, Any]] = field(default_factory=list)
     volumes: list[dict[str, Any]] = field(default_factory=list)
+    pod_claims: pulumi.Input[list[dict[str, str]]] | None = None
+    """The pod's `resourceClaims` (DRANET), known once the template exists."""
+    container_claims: list[dict[str, str]] = field(default_factory=list)
+    """The GPU container's `resources.claims` (DRANET)."""
 
 
 def gpu_pod_parts(rdma: RdmaWiring | None) -> GpuPodParts:
     """The worker shape: with RDMA, the NICs, the host's driver and gIB folders, gIB's setup."""
     if rdma is None:
         return GpuPodParts(setup=gpu_shell_setup())
-    return GpuPodParts(
-        # Google's own gIB settings, from the script the installer keeps current.
-        setup=gib_shell_setup(rdma.tuner_config),
-        annotations={
+    if rdma.claim_template is not None:
+        # The NICs come with the claim (gpuNrdma0 in the pod), eth0 stays the pod network.
+        annotations: dict[str, Any] = {}
+        pod: pulumi.Output[list[dict[str, str]]] | None = pulumi.Output.from_input(
+            rdma.claim_template
+        ).apply(pod_claims)
+        container = container_claims()
+    else:
+        annotations = {
             DEFAULT_INTERFACE_ANNOTATION: "eth0",
             INTERFACES_ANNOTATION: rdma.interfaces_annotation,
-        },
+        }
+        pod, container = None, []
+    return GpuPodParts(
+        # Google's own gIB settings, from the script the installer keeps current: the same
+        # under DRANET (Google's managed-RDMA NCCL sample sources the same script).
+        setup=gib_shell_setup(rdma.tuner_config),
+        annotations=annotations,
+        pod_claims=pod,
+        container_claims=container,
         # Driver libraries and the gIB plugin the installer DaemonSet put on the host.
         mounts=[
             {"name": "nvidia", "mountPath": NVIDIA_DIR, "readOnly": True},

@@ -481,13 +481,25 @@ class RayWorkload(pulumi.ComponentResource):
                     "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                     "nodeSelector": args.worker_node_selector,
                     "tolerations": args.worker_tolerations,
+                    # The RDMA NICs, under DRANET: KubeRay passes the template through.
+                    **(
+                        {"resourceClaims": parts.pod_claims} if parts.pod_claims is not None else {}
+                    ),
                     "containers": [
                         {
                             "name": "ray-worker",
                             "image": args.image,
                             "args": [setup],
                             "env": worker_env,
-                            "resources": {"requests": worker_resources, "limits": worker_resources},
+                            "resources": {
+                                "requests": worker_resources,
+                                "limits": worker_resources,
+                                **(
+                                    {"claims": parts.container_claims}
+                                    if parts.container_claims
+                                    else {}
+                                ),
+                            },
                             "volumeMounts": mounts,
                             "securityContext": GPU_CONTAINER_SECURITY,
                             "terminationMessagePolicy": "FallbackToLogsOnError",

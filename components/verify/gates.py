@@ -246,6 +246,8 @@ class PlatformVerification(pulumi.ComponentResource):
                     "value": f"{plan.job_name}.$(POD_NAMESPACE).svc.cluster.local",
                 }
             )
+        if parts.pod_claims is not None:
+            pod["resourceClaims"] = parts.pod_claims  # the RDMA NICs, under DRANET
         if plan.worker_shaped:
             # NCCL exchanges through /dev/shm; the container default of 64 MiB is far too small.
             mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
@@ -310,7 +312,15 @@ class PlatformVerification(pulumi.ComponentResource):
                             "image": plan.image,
                             "command": [plan.interpreter, f"{GATE_MOUNT}/{plan.script}"],
                             "env": env,
-                            "resources": {"requests": resources, "limits": resources},
+                            "resources": {
+                                "requests": resources,
+                                "limits": resources,
+                                **(
+                                    {"claims": parts.container_claims}
+                                    if parts.container_claims
+                                    else {}
+                                ),
+                            },
                             "volume_mounts": mounts,
                             # Tags are pinned (planning.versions); Always re-checks the tag's
                             # digest on every run, the layers stay cached on the node.

@@ -148,6 +148,17 @@ def pool(**changes: Any) -> Record:
     return record(NODE_POOL, "gpu-pool", good_pool(**changes))
 
 
+def dranet_pool(**changes: Any) -> Record:
+    """The GPU pool as the DRANET path plans it: GKE manages its RDMA networks."""
+    labelled = node_config(labels={"cloud.google.com/gke-networking-dra-driver": "true"})
+    props = {
+        "networkConfig": {"enablePrivateNodes": True, "acceleratorNetworkProfile": "auto"},
+        "nodeConfig": labelled,
+        **changes,
+    }
+    return pool(**props)
+
+
 def node_config(**changes: Any) -> dict[str, Any]:
     config: dict[str, Any] = copy.deepcopy(good_pool()["nodeConfig"])
     for key, value in changes.items():
@@ -367,6 +378,27 @@ CASES = [
         override_records=[network("rdma-net", networkProfile=PROFILE, mtu=4096.0)],
         override_violations=0,
         unknown=[network("rdma-net", networkProfile=UNKNOWN_VALUE)],
+    ),
+    Case(
+        topo.gpu_pool_dranet,
+        compliant=[cluster(), dranet_pool()],
+        violating=[
+            cluster(),
+            dranet_pool(
+                networkConfig={
+                    "acceleratorNetworkProfile": "auto",
+                    "additionalNodeNetworkConfigs": [
+                        {"network": "rdma-net", "subnetwork": f"rdma-sub-{i}"} for i in range(8)
+                    ],
+                }
+            ),
+        ],
+        message="NodePool 'gpu-pool': has acceleratorNetworkProfile and 8 additional node networks",
+        missing=[record(NODE_POOL, "p", {"networkConfig": {"acceleratorNetworkProfile": "auto"}})],
+        override_config={"minGkeVersion": "1.36"},
+        override_records=[cluster(minMasterVersion="1.35"), dranet_pool()],
+        override_violations=1,
+        unknown=[cluster(), dranet_pool(nodeConfig=UNKNOWN_VALUE)],
     ),
     Case(
         topo.gpu_pool_nics,
@@ -743,3 +775,43 @@ def test_committed_policy_configs_name_the_catalog_s_quota_metrics(stack: str) -
     for row in GPU_CATALOG.values():
         metrics |= {row.quota_metric, row.preemptible_quota_metric}
     assert set(quotas) <= metrics
+
+
+@pytest.mark.parametrize(
+    ("records", "message"),
+    [
+        (
+            [cluster(), dranet_pool(nodeConfig=node_config())],
+            "not the node label cloud.google.com/gke-networking-dra-driver=true",
+        ),
+        (
+            [cluster(datapathProvider="LEGACY_DATAPATH"), dranet_pool()],
+            "managed DRANET needs Dataplane V2 (ADVANCED_DATAPATH)",
+        ),
+        (
+            [cluster(minMasterVersion="1.33"), dranet_pool()],
+            "older than 1.34.1-gke.1829001",
+        ),
+        (
+            [
+                cluster(),
+                dranet_pool(
+                    nodeConfig=node_config(
+                        machineType="g2-standard-16",
+                        guestAccelerators=[{"type": "nvidia-l4", "count": 1.0}],
+                    )
+                ),
+            ],
+            "asks GKE to manage RDMA networks for nvidia-l4, which has no RDMA NICs",
+        ),
+    ],
+)
+def test_dranet_pool_rules(records: list[Record], message: str) -> None:
+    violations = run(topo.gpu_pool_dranet, records)
+    assert any(message in v.message for v in violations), [v.message for v in violations]
+
+
+def test_a_dranet_pool_is_not_judged_by_its_missing_networks() -> None:
+    # gpu-pool-nics would ask for 9 networks; the DRANET pool attaches none on purpose.
+    assert run(topo.gpu_pool_nics, [cluster(), dranet_pool()]) == []
+    assert run(topo.gpu_pool_nics, [cluster(), pool(networkConfig={})]) != []

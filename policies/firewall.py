@@ -7,6 +7,7 @@ from ipaddress import IPv4Network, ip_network
 
 from pulumi_policy import PolicyResource, ResourceValidationArgs
 
+from planning.network import covers_everything
 from planning.resource_types import CLUSTER, FIREWALL, GLOBAL_ADDRESS, NETWORK, NODE_POOL
 from policies.base import Config, last_segment, of_type, resource_policy, stack_policy
 from policies.props import get_bool, get_list, get_map, get_requested_list, get_str
@@ -21,7 +22,11 @@ def _no_world_ingress(args: ResourceValidationArgs, config: Config) -> Iterator[
         return
     if not get_list(props, "allows"):
         return  # a deny rule from anywhere narrows access; it is not the risk here
-    world = [r for r in get_list(props, "sourceRanges") if r in WORLD]
+    sources = [str(r) for r in get_list(props, "sourceRanges")]
+    world = [r for r in sources if r in WORLD]
+    covered = covers_everything(sources)
+    if covered is not None and covered not in world:
+        world.append(f"{covered} (ranges that together cover it)")
     if world:
         yield (
             f"allows ingress from {', '.join(world)}; GPU nodes and Lustre must only be"
@@ -177,10 +182,14 @@ def _authorized_networks(args: ResourceValidationArgs, config: Config) -> Iterat
     if not authorized and not private_endpoint:
         yield "has a public control-plane endpoint with no authorized networks (open to the world)"
         return
-    for block in get_list(authorized, "cidrBlocks"):
-        cidr = get_str(block, "cidrBlock")
+    cidrs = [str(get_str(block, "cidrBlock") or "") for block in get_list(authorized, "cidrBlocks")]
+    for cidr in cidrs:
         if cidr in WORLD:
             yield f"authorizes {cidr} to reach the control plane"
+    world = covers_everything(cidrs)
+    if world is not None and world not in cidrs:
+        # 0.0.0.0/1 + 128.0.0.0/1 is the world too: judged on what the ranges cover.
+        yield f"authorizes ranges that together cover {world} to reach the control plane"
     if get_bool(authorized, "gcpPublicCidrsAccessEnabled") and not config["allowGcpPublicCidrs"]:
         yield "lets every Google Cloud public IP reach the control plane"
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from ipaddress import IPv4Network
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, Self
 
-from pydantic import AfterValidator, BeforeValidator, Field, field_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from planning.catalog import extra_gvnic_networks
 from planning.dranet import RdmaPath
 from planning.network import (
     DEFAULT_MAX_PODS_PER_NODE,
     consecutive_subnets,
+    covers_everything,
     duplicates,
     overlaps,
     pod_range_per_node,
@@ -190,6 +191,36 @@ class NetworkConfig(ConfigModel):
                 "use a range outside 192.168.0.0/16, e.g. the default 172.16.0.0/20",
             )
         return value
+
+    @field_validator("authorized_networks")
+    @classmethod
+    def _not_the_world(cls, value: list[AuthorizedNetwork]) -> list[AuthorizedNetwork]:
+        # Judged on what the ranges cover together, not on the text 0.0.0.0/0.
+        world = covers_everything([str(n.cidr) for n in value])
+        if world is not None:
+            shown = ", ".join(str(n.cidr) for n in value)
+            raise ConfigProblem(
+                (),
+                f"the ranges ({shown}) together cover {world}, every address: the control"
+                " plane would be open to the world",
+                "list only the ranges Pulumi, CI and your users connect from (office, VPN, CI"
+                " egress), or use controlPlaneEndpoint dns, which IAM guards",
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _reachable(self) -> Self:
+        if self.control_plane_endpoint == "ip" and not self.authorized_networks:
+            raise ConfigProblem(
+                ("controlPlaneEndpoint",),
+                "ip makes Pulumi and the kubeconfig use the IP endpoint, which only"
+                " network.authorizedNetworks may reach, and none is listed: after the cluster is"
+                " created nothing could reach it, Pulumi included",
+                "add the range Pulumi runs from to network.authorizedNetworks, or use"
+                " controlPlaneEndpoint dns (the default; IAM-authorized, reachable from anywhere"
+                " Pulumi runs)",
+            )
+        return self
 
     @field_validator("authorized_networks")
     @classmethod

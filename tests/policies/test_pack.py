@@ -815,3 +815,29 @@ def test_a_dranet_pool_is_not_judged_by_its_missing_networks() -> None:
     # gpu-pool-nics would ask for 9 networks; the DRANET pool attaches none on purpose.
     assert run(topo.gpu_pool_nics, [cluster(), dranet_pool()]) == []
     assert run(topo.gpu_pool_nics, [cluster(), pool(networkConfig={})]) != []
+
+
+def test_world_open_is_judged_on_coverage_not_text() -> None:
+    from policies.firewall import gke_authorized_networks, no_world_ingress
+
+    halves = [{"cidrBlock": "0.0.0.0/1"}, {"cidrBlock": "128.0.0.0/1"}]
+    split = cluster(masterAuthorizedNetworksConfig={"cidrBlocks": halves})
+    (violation,) = run(gke_authorized_networks, [split])
+    assert "together cover 0.0.0.0/0" in violation.message
+    near = cluster(masterAuthorizedNetworksConfig={"cidrBlocks": halves[:1]})
+    assert run(gke_authorized_networks, [near]) == []
+    v6 = [{"cidrBlock": "::/1"}, {"cidrBlock": "8000::/1"}]
+    assert run(
+        gke_authorized_networks, [cluster(masterAuthorizedNetworksConfig={"cidrBlocks": v6})]
+    )
+    rule = record(
+        "gcp:compute/firewall:Firewall",
+        "fw",
+        {
+            "direction": "INGRESS",
+            "allows": [{"protocol": "tcp"}],
+            "sourceRanges": ["0.0.0.0/2", "64.0.0.0/2", "128.0.0.0/1"],
+        },
+    )
+    (violation,) = run(no_world_ingress, [rule])
+    assert "0.0.0.0/0 (ranges that together cover it)" in violation.message

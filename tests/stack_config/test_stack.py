@@ -629,3 +629,24 @@ def test_a_pool_version_must_be_full_and_not_ahead_of_the_control_plane() -> Non
         "b200",
     )
     assert cfg.gpu.version == cfg.cluster.system_pool.version == "1.36.2-gke.1000"
+
+
+def test_authorized_networks_that_cover_every_address_are_refused() -> None:
+    halves = [{"name": "a", "cidr": "0.0.0.0/1"}, {"name": "b", "cidr": "128.0.0.0/1"}]
+    err = error_for(values(network={"authorizedNetworks": halves}))
+    assert err.key == "nemo-rl-gke:network.authorizedNetworks", str(err)
+    assert "together cover 0.0.0.0/0" in str(err)
+    err = error_for(values(network={"authorizedNetworks": [{"name": "w", "cidr": "0.0.0.0/0"}]}))
+    assert "together cover 0.0.0.0/0" in str(err)
+    # Half the space is wide, but not the world.
+    load_stack_config(values(network={"authorizedNetworks": halves[:1]}), "b200")
+
+
+def test_an_ip_endpoint_nobody_may_reach_is_refused() -> None:
+    err = error_for(values(network={"controlPlaneEndpoint": "ip"}))
+    assert err.key == "nemo-rl-gke:network.controlPlaneEndpoint", str(err)
+    assert "none is listed" in str(err)
+    office = [{"name": "office", "cidr": "203.0.113.0/24"}]
+    load_stack_config(
+        values(network={"controlPlaneEndpoint": "ip", "authorizedNetworks": office}), "b200"
+    )

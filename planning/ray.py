@@ -143,8 +143,10 @@ def gsm8k_overrides(image: str) -> list[str]:
 
 
 def model_is_gated(model: str) -> bool:
-    """True for models whose download needs a Hugging Face token."""
-    return model.split("/", 1)[0] in GATED_MODEL_ORGS
+    """True for models whose download needs a Hugging Face token. The Hub resolves repo ids
+    without regard to case (`Meta-Llama/...` is Meta's gated repository), so the owner is
+    compared in lower case."""
+    return model.split("/", 1)[0].lower() in GATED_MODEL_ORGS
 
 
 RUN_ID_LENGTH = 8

@@ -36,7 +36,12 @@ from stack_config.network import (
 from stack_config.queue import QueueConfig, queue_enabled, queue_problems
 from stack_config.ray import RayConfig
 from stack_config.secrets import SECRET_KEYS as SECRET_KEYS  # re-exported; defined in secrets.py
-from stack_config.storage import BucketConfig, LustreConfig, shared_storage_problems
+from stack_config.storage import (
+    BucketConfig,
+    LustreConfig,
+    bucket_name_problem,
+    shared_storage_problems,
+)
 from stack_config.verify import VerifyConfig
 
 REGION_PATTERN = r"^[a-z]+-[a-z]+[0-9]+$"
@@ -189,6 +194,16 @@ class StackConfig(ConfigModel):
         yield from gke_version_problems(self.cluster, self.required_gke_minimums())
         yield from pool_version_problems(self.cluster, self.gpu.version)
         yield from shared_storage_problems(self.lustre, self.bucket)
+        if self.bucket.enabled:
+            problem = bucket_name_problem(self.bucket_name)
+            if problem:
+                yield ConfigProblem(
+                    ("bucket", "name"),
+                    f"{self.bucket_name}"
+                    + ("" if self.bucket.name else " (the default, <project>-<name>-data)")
+                    + f": {problem}",
+                    "set bucket.name to a name without it (3-63 of a-z, 0-9, - and _)",
+                )
         yield from ray_job.job_fits_pool_problems(self.ray, self.gpu)
         yield from ray_job.batch_problems(self.ray, self.gpu)
         yield from gates.smoke_problems(self.verify, self.gpu)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Self
 
@@ -72,3 +73,19 @@ def shared_storage_problems(lustre: LustreConfig, bucket: BucketConfig) -> Itera
             " is enabled",
             "set lustre.enabled (production) or bucket.enabled (dev) to true",
         )
+
+
+_GOOGLE_LIKE = re.compile(r"g[o0]{1,3}g[l1]e")
+"""`google` and the close misspellings Google's naming page gives (g00gle) or that read as it."""
+
+
+def bucket_name_problem(name: str) -> str | None:
+    """Why Cloud Storage refuses `name`, beyond the character rules the model's pattern checks
+    (https://cloud.google.com/storage/docs/buckets#naming), or None."""
+    if re.fullmatch(r"\d{1,3}(\.\d{1,3}){3}", name):
+        return "a bucket name may not be an IP address"
+    if name.startswith("goog"):
+        return "bucket names may not begin with the goog prefix"
+    if _GOOGLE_LIKE.search(name.replace("-", "").replace("_", "")):
+        return "bucket names may not contain google or a close misspelling of it (g00gle)"
+    return None

@@ -198,6 +198,9 @@ def test_gib_setup_sources_google_s_script_and_keeps_the_image_library_path(
 def test_gated_models() -> None:
     assert model_is_gated("meta-llama/Llama-3.1-8B-Instruct")
     assert model_is_gated("google/gemma-3-27b-it")
+    # The Hub reads repo ids without regard to case: another spelling is still gated.
+    assert model_is_gated("Meta-Llama/Llama-3.1-8B-Instruct")
+    assert model_is_gated("GOOGLE/gemma-3-27b-it")
     assert not model_is_gated("Qwen/Qwen3-0.6B")
 
 

@@ -650,3 +650,28 @@ def test_an_ip_endpoint_nobody_may_reach_is_refused() -> None:
     load_stack_config(
         values(network={"controlPlaneEndpoint": "ip", "authorizedNetworks": office}), "b200"
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("goog-data", "goog prefix"),
+        ("my-google-data", "google or a close misspelling"),
+        ("my-g00gle-data", "google or a close misspelling"),
+        ("team-go-ogle-runs", "google or a close misspelling"),
+        ("192.168.5.4", None),  # dots: already refused by the character rule
+    ],
+)
+def test_bucket_names_follow_every_naming_rule(name: str, text: str | None) -> None:
+    err = error_for(values(bucket={"enabled": True, "name": name}))
+    assert err.key == "nemo-rl-gke:bucket.name", str(err)
+    if text:
+        assert text in str(err)
+
+
+def test_a_default_bucket_name_that_google_refuses_names_the_key() -> None:
+    err = error_for(values(gcp__project="my-google-proj"))
+    assert err.key == "nemo-rl-gke:bucket.name", str(err)
+    assert "(the default, <project>-<name>-data)" in str(err)
+    cfg = load_stack_config(values(bucket={"enabled": True, "name": "team-goggles-data"}), "b200")
+    assert cfg.bucket_name == "team-goggles-data"

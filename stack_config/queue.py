@@ -134,3 +134,25 @@ def queue_problems(
             " offer with compact placement",
             "set gpu.placement to none, or kueue.enabled to false",
         )
+
+
+def admits_own_workload_problems(
+    queue: QueueConfig, gpu: GpuConfig, cluster_workers: int, run_gpus: int | None
+) -> Iterator[ConfigProblem]:
+    """Kueue admits a workload only when every pod set fits the quota at once: a gpuQuota below
+    what the stack's own RayCluster (`cluster_workers` whole nodes) or its GRPO RayJob
+    (`run_gpus`, None without the job) needs would leave it queued forever."""
+    if not queue_enabled(queue, gpu) or queue.gpu_quota is None:
+        return
+    needs = {"the RayCluster's workers": cluster_workers * gpu.profile.gpus_per_node}
+    if run_gpus is not None:
+        needs["the GRPO RayJob"] = run_gpus
+    for what, gpus in needs.items():
+        if gpus > queue.gpu_quota:
+            yield ConfigProblem(
+                ("kueue", "gpuQuota"),
+                f"{queue.gpu_quota} GPUs cannot admit {what}, which needs {gpus} at once (Kueue"
+                " admits a workload only when all its pod sets fit): it would wait forever",
+                f"set kueue.gpuQuota to at least {gpus}, or remove it to use the pool's GPUs",
+            )
+            return

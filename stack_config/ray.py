@@ -9,6 +9,7 @@ from typing import Annotated, Final, Literal, Self
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from planning.grpo_sizes import describe_shapes, divides_batch, shapes_that_fit
+from planning.queue import gke_allocatable, machine_shape
 from planning.ray import IMAGE_CUDA, RUN_ID_LENGTH, GrpoRun, image_tag
 from planning.versions import VERSIONS
 from stack_config.base import ConfigModel
@@ -250,3 +251,35 @@ def image_driver_problems(gpu: GpuConfig) -> Iterator[ConfigProblem]:
             " driver; GKE's DEFAULT driver may be older",
             "set gpu.driverVersion to LATEST",
         )
+
+
+SYSTEM_PODS_ROOM: Final = (1000, 4096)
+"""(millicores, MiB) left on the Ray head's node for what else runs there: GKE's DaemonSets
+(Dataplane V2, logging, metrics, the CSI node drivers), the KubeRay operator and Kueue's
+controller. An estimate from the requests those pods declare, kept generous."""
+
+
+def head_fits_problems(ray: RayConfig, system_machine_type: str) -> Iterator[ConfigProblem]:
+    """The Ray head (requests = limits) fits one system node's allocatable CPU and memory (GKE's
+    reservation formula), with room for the system pods beside it; otherwise it stays Pending
+    and the RayCluster never starts. Unknown machine shapes are not judged."""
+    shape = machine_shape(system_machine_type)
+    if shape is None:
+        return
+    cpu_millis, memory_mib = gke_allocatable(*shape)
+    cpu_left, memory_left = cpu_millis - SYSTEM_PODS_ROOM[0], memory_mib - SYSTEM_PODS_ROOM[1]
+    head = ray.head
+    for key, asked, left, unit, scale in (
+        ("cpu", head.cpu * 1000, cpu_left, "vCPU", 1000),
+        ("memoryGib", head.memory_gib * 1024, memory_left, "GiB", 1024),
+    ):
+        if asked > left:
+            yield ConfigProblem(
+                ("ray", "head", key),
+                f"{asked / scale:g} {unit} does not fit a {system_machine_type} node: it offers"
+                f" {left / scale:.1f} {unit} to pods after GKE's reservation and"
+                f" {SYSTEM_PODS_ROOM[0 if unit == 'vCPU' else 1] / scale:g} {unit} for the"
+                " system pods beside the head, so the head would never be scheduled",
+                f"set ray.head.{key} to at most {int(left // scale)}, or a larger"
+                " cluster.systemPool.machineType",
+            )

@@ -33,7 +33,12 @@ from stack_config.network import (
     rdma_devices,
     rdma_path_problems,
 )
-from stack_config.queue import QueueConfig, queue_enabled, queue_problems
+from stack_config.queue import (
+    QueueConfig,
+    admits_own_workload_problems,
+    queue_enabled,
+    queue_problems,
+)
 from stack_config.ray import RayConfig
 from stack_config.secrets import SECRET_KEYS as SECRET_KEYS  # re-exported; defined in secrets.py
 from stack_config.storage import (
@@ -209,6 +214,13 @@ class StackConfig(ConfigModel):
         yield from gates.smoke_problems(self.verify, self.gpu)
         yield from gates.threshold_problems(self.verify, self.gpu, self.lustre.enabled)
         yield from queue_problems(self.kueue, self.gpu, self.cluster.system_pool.machine_type)
+        yield from admits_own_workload_problems(
+            self.kueue,
+            self.gpu,
+            self.gpu.autoscaling.min if self.gpu.autoscaling else self.gpu.max_nodes,
+            self.grpo_run.nodes * self.grpo_run.gpus_per_node if self.ray.job.enabled else None,
+        )
+        yield from ray_job.head_fits_problems(self.ray, self.cluster.system_pool.machine_type)
         yield from ray_job.image_driver_problems(self.gpu)
         yield from address_plan_problems(
             self.network, self.gpu, self.cluster.system_pool.max, self.lustre.enabled

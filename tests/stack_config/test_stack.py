@@ -675,3 +675,34 @@ def test_a_default_bucket_name_that_google_refuses_names_the_key() -> None:
     assert "(the default, <project>-<name>-data)" in str(err)
     cfg = load_stack_config(values(bucket={"enabled": True, "name": "team-goggles-data"}), "b200")
     assert cfg.bucket_name == "team-goggles-data"
+
+
+def test_a_quota_that_cannot_admit_the_stacks_own_workloads_is_refused() -> None:
+    err = error_for(values(kueue={"gpuQuota": 8}))
+    assert err.key == "nemo-rl-gke:kueue.gpuQuota", str(err)
+    assert "cannot admit the RayCluster's workers, which needs 16 at once" in str(err)
+    # With an autoscaled pool from one node, the RayCluster needs 8, the job 2 x 8.
+    autoscaled = gpu(nodes=None, autoscaling={"min": 1, "max": 2})
+    load_stack_config(values(gpu=autoscaled, kueue={"gpuQuota": 8}), "b200")
+    err = error_for(values(gpu=autoscaled, kueue={"gpuQuota": 8}, ray={"job": {"enabled": True}}))
+    assert "cannot admit the GRPO RayJob, which needs 16 at once" in str(err)
+
+
+@pytest.mark.parametrize(
+    ("head", "key", "text"),
+    [
+        ({"cpu": 16}, "cpu", "16 vCPU does not fit a n2-highmem-16 node"),
+        ({"memoryGib": 120}, "memoryGib", "120 GiB does not fit a n2-highmem-16 node"),
+    ],
+)
+def test_a_ray_head_larger_than_a_system_node_is_refused(
+    head: dict[str, int], key: str, text: str
+) -> None:
+    err = error_for(values(ray={"head": head}))
+    assert err.key == f"nemo-rl-gke:ray.head.{key}", str(err)
+    assert text in str(err)
+    # The same head on a larger system node is fine.
+    load_stack_config(
+        values(ray={"head": head}, cluster={"systemPool": {"machineType": "n2-highmem-32"}}),
+        "b200",
+    )

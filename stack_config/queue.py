@@ -136,6 +136,30 @@ def queue_problems(
         )
 
 
+QUEUE_ONLY_KEYS = (
+    ("topology", "topology"),
+    ("gpu_quota", "gpuQuota"),
+    ("flavor_labels", "flavorLabels"),
+    ("chart_path", "chartPath"),
+)
+
+
+def unused_queue_key_problems(queue: QueueConfig, gpu: GpuConfig) -> Iterator[ConfigProblem]:
+    """A queue key set while the queue is off does nothing: refused, naming it."""
+    if queue_enabled(queue, gpu):
+        return
+    for field, key in QUEUE_ONLY_KEYS:
+        if field in queue.model_fields_set and getattr(queue, field) is not None:
+            yield ConfigProblem(
+                ("kueue", key),
+                "is read only with the job queue on, and it is off here (kueue.enabled"
+                f"{' false' if queue.enabled is False else ' defaults to off without RDMA'}):"
+                " it would do nothing",
+                f"remove kueue.{key}, or set kueue.enabled: true",
+            )
+            return
+
+
 def admits_own_workload_problems(
     queue: QueueConfig, gpu: GpuConfig, cluster_workers: int, run_gpus: int | None
 ) -> Iterator[ConfigProblem]:

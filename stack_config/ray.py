@@ -283,3 +283,14 @@ def head_fits_problems(ray: RayConfig, system_machine_type: str) -> Iterator[Con
                 f"set ray.head.{key} to at most {int(left // scale)}, or a larger"
                 " cluster.systemPool.machineType",
             )
+
+
+def unused_chart_problems(ray: RayConfig) -> Iterator[ConfigProblem]:
+    """ray.chartPath with GKE's managed operator: no Helm release reads it."""
+    if ray.operator == "gke-addon" and ray.chart_path is not None:
+        yield ConfigProblem(
+            ("ray", "chartPath"),
+            "is the KubeRay Helm chart, and ray.operator gke-addon installs no Helm release"
+            " (GKE runs its managed operator): it would do nothing",
+            "remove ray.chartPath, or set ray.operator: helm",
+        )

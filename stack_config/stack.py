@@ -38,6 +38,7 @@ from stack_config.queue import (
     admits_own_workload_problems,
     queue_enabled,
     queue_problems,
+    unused_queue_key_problems,
 )
 from stack_config.ray import RayConfig
 from stack_config.secrets import SECRET_KEYS as SECRET_KEYS  # re-exported; defined in secrets.py
@@ -214,6 +215,9 @@ class StackConfig(ConfigModel):
         yield from gates.smoke_problems(self.verify, self.gpu)
         yield from gates.threshold_problems(self.verify, self.gpu, self.lustre.enabled)
         yield from queue_problems(self.kueue, self.gpu, self.cluster.system_pool.machine_type)
+        yield from unused_queue_key_problems(self.kueue, self.gpu)
+        yield from ray_job.unused_chart_problems(self.ray)
+        yield from gates.timeout_problems(self.verify)
         yield from admits_own_workload_problems(
             self.kueue,
             self.gpu,

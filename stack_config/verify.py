@@ -17,6 +17,7 @@ from planning.verify import (
     NCCL_PLAUSIBLE_FACTOR,
     NCCL_PUBLISHED_AVG_BUSBW,
     NCCL_PUBLISHED_BUSBW_8G,
+    SMOKE_STOP_MARGIN_SECONDS,
     GateSettings,
 )
 from stack_config.base import ConfigModel
@@ -262,3 +263,20 @@ def threshold_problems(
             " here (it has none): the threshold would do nothing",
             "remove verify.storage.minFraction, or set verify.storage.bucketMinMBPerSecond",
         )
+
+
+def timeout_problems(verify: VerifyConfig) -> Iterator[ConfigProblem]:
+    """The Ray-job gates stop their job SMOKE_STOP_MARGIN_SECONDS before their deadline, so
+    that their own verdict ends a hung run: a timeout no longer than that margin leaves the
+    gate no time at all. Paths relative to the stack."""
+    for key, gate in (("grpoSmoke", verify.grpo_smoke), ("jobNccl", verify.job_nccl)):
+        minutes = gate.timeout_minutes
+        if minutes is not None and minutes * 60 <= SMOKE_STOP_MARGIN_SECONDS:
+            yield ConfigProblem(
+                ("verify", key, "timeoutMinutes"),
+                f"{minutes} minute(s) leaves the gate no time: it stops its Ray job"
+                f" {SMOKE_STOP_MARGIN_SECONDS} s before the deadline to give its own verdict",
+                f"set verify.{key}.timeoutMinutes to more than"
+                f" {SMOKE_STOP_MARGIN_SECONDS // 60} (the default suits a first run), or"
+                " remove it",
+            )

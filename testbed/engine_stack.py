@@ -74,10 +74,16 @@ def up(stack: str) -> int:
         shutil.copy2(stack_file, backup)
     if not _stack_exists(env, stack):
         pulumi(env, "stack", "init", stack)
-    chart = local_cluster.kuberay_chart()
-    pulumi(env, "config", "set", "--path", "nemo-rl-gke:ray.chartPath", str(chart), "-s", stack)
-    kueue = local_cluster.kueue_chart()
-    pulumi(env, "config", "set", "--path", "nemo-rl-gke:kueue.chartPath", str(kueue), "-s", stack)
+    # Only where the stack installs the chart: a chart path it would not use is refused.
+    cfg = local_cluster.stack_config(stack)
+    if cfg.ray.operator == "helm":
+        chart = local_cluster.kuberay_chart()
+        pulumi(env, "config", "set", "--path", "nemo-rl-gke:ray.chartPath", str(chart), "-s", stack)
+    if cfg.queue_enabled:
+        kueue = local_cluster.kueue_chart()
+        pulumi(
+            env, "config", "set", "--path", "nemo-rl-gke:kueue.chartPath", str(kueue), "-s", stack
+        )
     policy = ["--policy-pack", "policies"]
     if (REPO / "policies" / "config" / f"{stack}.json").exists():
         policy += ["--policy-pack-config", f"policies/config/{stack}.json"]

@@ -26,7 +26,7 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -45,6 +45,9 @@ from testbed.processes import Processes
 from testbed.ray_pods import NODE_TYPE_LABEL as RAY_NODE_LABEL
 from testbed.ray_pods import processes_naming
 from testbed.shared import shared_dir
+
+if TYPE_CHECKING:
+    from stack_config import StackConfig
 
 REPO = Path(__file__).resolve().parent.parent
 ROOT = REPO / ".tools" / "local-cluster"
@@ -207,15 +210,20 @@ def _node(
     }
 
 
-def stack_nodes(stack: str) -> list[dict[str, Any]]:
-    """Fake nodes shaped like the stack's system and GPU pools (from its own config)."""
+def stack_config(stack: str) -> StackConfig:
+    """The stack's own config, read from its stack file (secrets left out)."""
     from pulumi_offline.stackfiles import read_project, read_stack
     from stack_config import load_stack_config
 
     values = read_stack(read_project(REPO), REPO / f"Pulumi.{stack}.yaml").values
-    cfg = load_stack_config(
+    return load_stack_config(
         {k: v for k, v in values.items() if not k.endswith(("hfToken", "wandbApiKey"))}, stack
     )
+
+
+def stack_nodes(stack: str) -> list[dict[str, Any]]:
+    """Fake nodes shaped like the stack's system and GPU pools (from its own config)."""
+    cfg = stack_config(stack)
     system = cfg.cluster.system_pool
     cpu, memory = machine_shape(system.machine_type)
     nodes = [

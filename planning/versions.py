@@ -212,6 +212,18 @@ VERSIONS: Final = VersionTable(
 _GKE_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:-gke\.(\d+))?$")
 
 
+GKE_END_OF_SUPPORT: Final[dict[str, Pin]] = {
+    "1.35": Pin(
+        "2027-04-11",
+        "end of maintenance support of 1.35 (standard support ends 2027-02-28):"
+        " https://endoflife.date/google-kubernetes-engine, read 2026-12-05; a third-party"
+        " estimate, not confirmed against https://cloud.google.com/kubernetes-engine/docs/release-schedule",
+    ),
+}
+"""When GKE stops supporting a minor (and upgrades what is left on it): a minor-upgrade
+maintenance exclusion may last until then and no later. Minors not listed are not judged."""
+
+
 def parse_gke_version(version: str) -> tuple[int, int, int, int]:
     """Turn `1.32.2-gke.1475000` (or a prefix such as `1.35`) into a sortable tuple.
 

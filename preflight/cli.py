@@ -51,6 +51,7 @@ from pulumi_offline.fake_reservations import (
 from pulumi_offline.stackfiles import (
     StackConfigValues,
     StackFileError,
+    environment_note,
     read_project,
     read_stack,
     stack_name_from_file,
@@ -170,6 +171,16 @@ def preflight(
         preview=not known,
         notes=notes,
     )
+
+
+def _environment_note(stack_file: Path, err: TextIO) -> None:
+    """Say so when the stack file imports ESC environments preflight cannot open."""
+    try:
+        environments = read_stack(read_project(REPO_ROOT), stack_file).environments
+    except (StackFileError, OSError):
+        return
+    if environments:
+        print(f"preflight: note: {environment_note(environments)}", file=err)
 
 
 def cloud_fixtures(
@@ -316,6 +327,7 @@ def main(
         )
     except (StackFileError, PolicyConfigError, FixtureError, InvalidStackConfig) as error:
         print(f"preflight: {error}", file=err)
+        _environment_note(stack_file, err)
         return EXIT_USAGE
     except ProgramError as error:
         print(f"preflight: program error: {error}", file=err)
@@ -339,6 +351,7 @@ def main(
         print(f"preflight: warning: {warning}", file=err)
     for note in result.notes:
         print(f"preflight: note: {note}", file=err)
+    _environment_note(stack_file, err)
     if args.manifests is not None:
         from preflight.manifests import write_manifests
 

@@ -30,7 +30,7 @@ from pulumi_offline.config_values import (
     plain,
     redacted,
 )
-from stack_config.errors import show, show_key
+from stack_config.errors import look_alike_of, show, show_key, strange_characters
 
 STACK_FILE_KEYS = ("config", "environment", "secretsprovider", "encryptedkey", "encryptionsalt")
 """What a stack file may hold (workspace.ProjectStack); the CLI ignores anything else."""
@@ -61,6 +61,33 @@ class StackConfigValues:
     values: dict[str, str]
     secret_keys: list[str] = field(default_factory=list)
     disabled_default_providers: tuple[str, ...] = ()
+    environments: tuple[str, ...] = ()
+    """Pulumi ESC environments the stack file imports (`environment:`): their values are not
+    in `values`, which preflight says whenever it judges such a file."""
+
+
+def environment_names(raw: Any) -> tuple[str, ...]:
+    """The environments a stack file's `environment:` imports: a list of names, or a map with
+    an `imports` list (names may carry a version or a map of one name)."""
+    items = raw.get("imports") if isinstance(raw, dict) else raw
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        items = [items]
+    names: list[str] = []
+    for item in items:
+        names += [str(k) for k in item] if isinstance(item, dict) else [str(item)]
+    return tuple(names)
+
+
+def environment_note(environments: tuple[str, ...]) -> str:
+    """What preflight says about a stack file that imports ESC environments."""
+    return (
+        f"the stack file imports Pulumi ESC environment(s) {', '.join(environments)}, which"
+        " preflight cannot open: it judged the file's own values only (where both set a key,"
+        " the stack file's value wins; a key only the environment sets was not judged)."
+        " `pulumi preview` resolves the environment and runs the same checks on every value"
+    )
 
 
 def stack_name_from_file(path: Path) -> str:
@@ -192,12 +219,28 @@ def read_stack(project: ProjectFile, stack_file: Path) -> StackConfigValues:
             values[full] = encode(declared["value"])
         elif full.split(":", 1)[0] == project.name:
             missing.append(full)
+    environments = environment_names(data.get("environment"))
+    for key in missing:
+        meant = key.split(":", 1)[1]
+        for full, written_as in written.items():
+            if look_alike_of(full, [key]) is not None:
+                raise StackFileError(
+                    f"{file}: {show_key(written_as)} is not {key}: it is written with a"
+                    f" look-alike character ({strange_characters(written_as)}), so {key} is"
+                    f" unset and the CLI stops. Fix: retype the key as {meant}, in plain ASCII"
+                )
     if missing:
         listed = ", ".join(missing)
+        imported = (
+            f"; the stack file imports ESC environment(s) {', '.join(environments)}, which"
+            " preflight cannot open: if one sets it, `pulumi preview` will find it"
+            if environments
+            else ""
+        )
         raise StackFileError(
             f"{file}: missing configuration value{'s' if len(missing) > 1 else ''}"
             f" {listed} (declared in Pulumi.yaml without a default; the CLI stops before the"
-            f" program runs). Fix: pulumi config set {missing[0]} VALUE -s {stack}"
+            f" program runs{imported}). Fix: pulumi config set {missing[0]} VALUE -s {stack}"
             " (structured keys: --path, see Pulumi.yaml)"
         )
 
@@ -218,7 +261,7 @@ def read_stack(project: ProjectFile, stack_file: Path) -> StackConfigValues:
         except json.JSONDecodeError:
             parsed = [disabled]
         disabled_list = tuple(str(p) for p in parsed) if isinstance(parsed, list) else ()
-    return StackConfigValues(stack, values, sorted(secret_keys), disabled_list)
+    return StackConfigValues(stack, values, sorted(secret_keys), disabled_list, environments)
 
 
 def _cli_content(value: Any) -> Any:

@@ -10,7 +10,7 @@ from typing import Annotated, Literal, Self, cast
 from pydantic import AfterValidator, Field, model_validator
 
 from planning.cluster import FULL_VERSION_PATTERN, minor_of
-from planning.versions import VERSIONS, gke_at_least
+from planning.versions import GKE_END_OF_SUPPORT, VERSIONS, gke_at_least
 from stack_config.base import ConfigModel, check_bounds
 from stack_config.errors import ConfigProblem
 from stack_config.times import occurrences, parse_rfc3339, parse_rrule
@@ -220,6 +220,31 @@ class ClusterConfig(ConfigModel):
     maintenance: MaintenanceConfig = Field(
         default_factory=MaintenanceConfig, description="Maintenance window and exclusion."
     )
+
+    @model_validator(mode="after")
+    def _exclusion_within_support(self) -> Self:
+        # GKE refuses a minor-upgrade exclusion that outlasts the minor's end of support.
+        maintenance = self.maintenance
+        eos = GKE_END_OF_SUPPORT.get(".".join(map(str, minor_of(self.min_version))))
+        if (
+            eos is None
+            or not maintenance.block_upgrades
+            or maintenance.exclusion_scope == "NO_UPGRADES"
+            or maintenance.exclusion_end is None
+        ):
+            return self
+        end = _rfc3339(maintenance.exclusion_end)
+        limit = _rfc3339(f"{eos.value}T23:59:59Z")
+        if end > limit:
+            raise ConfigProblem(
+                ("maintenance", "exclusionEnd"),
+                f"{maintenance.exclusion_end} is after the end of support of GKE"
+                f" {'.'.join(map(str, minor_of(self.min_version)))} ({eos.value}), where a"
+                f" {maintenance.exclusion_scope} exclusion must end (GKE refuses a later end)",
+                f"set cluster.maintenance.exclusionEnd to {eos.value}T00:00:00Z or earlier, or"
+                " remove it (the exclusion then lasts until end of support)",
+            )
+        return self
 
 
 def pool_version_problems(

@@ -8,6 +8,8 @@ through `show` (a short repr, never a multi-megabyte one, newlines escaped) and 
 from __future__ import annotations
 
 import reprlib
+import unicodedata
+from collections.abc import Iterable
 from typing import Any
 
 import pulumi
@@ -96,3 +98,60 @@ class InvalidStackConfig(pulumi.RunError):
         super().__init__(
             f"invalid stack config: {self.key}: {self.problem}{stop} Fix: {self.fix}{tail}"
         )
+
+
+_CONFUSABLES: dict[str, str] = {
+    # Cyrillic and Greek letters drawn like Latin ones (Unicode's confusables.txt, the common
+    # ones); fullwidth forms are folded by NFKC first.
+    **dict(
+        zip(
+            "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u04bb\u04cf",
+            "aeopcyxijsdhl",
+            strict=True,
+        )
+    ),
+    **dict(
+        zip(
+            "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0406\u0408\u0405",
+            "ABEKMHOPCTXIJS",
+            strict=True,
+        )
+    ),
+    **dict(zip("\u03bf\u03b1\u03b9\u03bd\u03c1\u03ba\u03c4\u03c5\u03c7", "oaivpktux", strict=True)),
+    **dict(
+        zip(
+            "\u0391\u0392\u0395\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a7\u03a5\u0396",
+            "ABEHIKMNOPTXYZ",
+            strict=True,
+        )
+    ),
+    "\u0261": "g",
+    "\u0131": "i",
+}
+_INVISIBLE = frozenset("\u200b\u200c\u200d\u2060\ufeff\u00ad")
+
+
+def skeleton(text: str) -> str:
+    """`text` as it looks: NFKC-folded, look-alike letters as the Latin ones, invisible
+    characters dropped (so `z\\u043ene`, a Cyrillic o, reads `zone`)."""
+    folded = unicodedata.normalize("NFKC", text)
+    return "".join(_CONFUSABLES.get(ch, ch) for ch in folded if ch not in _INVISIBLE)
+
+
+def look_alike_of(written: str, known: Iterable[str]) -> str | None:
+    """The known key `written` imitates with a look-alike character, or None."""
+    if written.isascii():
+        return None
+    drawn = skeleton(written)
+    return next((key for key in known if key != written and skeleton(key) == drawn), None)
+
+
+def strange_characters(written: str) -> str:
+    """The characters of `written` that are not printable ASCII, named: `'\\u043e' (U+043E
+    CYRILLIC SMALL LETTER O)`."""
+    names = []
+    for ch in dict.fromkeys(written):
+        if not (ch.isascii() and ch.isprintable()):
+            name = unicodedata.name(ch, "an unnamed character")
+            names.append(f"{ch.encode('unicode_escape').decode('ascii')} (U+{ord(ch):04X} {name})")
+    return ", ".join(names)

@@ -19,7 +19,13 @@ from pydantic_core import ErrorDetails
 
 from planning.naming import PROJECT, default_base_name
 from planning.ray import tokens_needed
-from stack_config.errors import ConfigProblem, InvalidStackConfig, show
+from stack_config.errors import (
+    ConfigProblem,
+    InvalidStackConfig,
+    look_alike_of,
+    show,
+    strange_characters,
+)
 from stack_config.labels import label_count_problems
 from stack_config.namespaces import namespace_problems
 from stack_config.secrets import PROVIDER_KEYS, SECRET_KEYS, secret_problems
@@ -150,8 +156,33 @@ def _nested_model(field: FieldInfo) -> type[BaseModel] | None:
     return None
 
 
+def _look_alike(errors: list[ErrorDetails]) -> InvalidStackConfig | None:
+    """A key written with a look-alike character (`typ\\u0435`, a Cyrillic e): named first, as
+    the user wrote it, rather than the required key it left unset."""
+    for error in errors:
+        if error["type"] != "extra_forbidden":
+            continue
+        loc = tuple(error["loc"])
+        parent, _ = _model_at(loc[:-1])
+        known = [f.alias or n for n, f in (parent or StackConfig).model_fields.items()]
+        meant = look_alike_of(str(loc[-1]), known)
+        if meant is None:
+            continue
+        return InvalidStackConfig(
+            _key(loc),
+            f"is not {meant!r}: it is written with a look-alike character"
+            f" ({strange_characters(str(loc[-1]))}), so {meant} is unset",
+            f"retype the key as {meant}, in plain ASCII",
+            more=len(errors) - 1,
+        )
+    return None
+
+
 def _invalid(err: ValidationError, stack: str) -> InvalidStackConfig:
     errors = err.errors()
+    look_alike = _look_alike(errors)
+    if look_alike is not None:
+        return look_alike
     first = errors[0]
     loc = tuple(first["loc"])
     cause = (first.get("ctx") or {}).get("error")

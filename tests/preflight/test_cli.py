@@ -234,3 +234,66 @@ def test_a_1000_node_b200_on_tutorial_sized_subnets_exits_2_naming_the_range(
     assert code == 2
     assert "nemo-rl-gke:network.gvnicCidr: 192.168.0.0/24 holds 252 GPU nodes" in err
     assert "use a /22 or larger" in err
+
+
+@pytest.mark.parametrize(
+    "environment",
+    ["environment:\n  - team/gke-prod\n", "environment:\n  imports:\n    - team/gke-prod\n"],
+)
+def test_a_file_that_imports_esc_environments_is_never_passed_silently(
+    tmp_path: Path, environment: str
+) -> None:
+    from tests.harness import REPO
+
+    committed = (REPO / "Pulumi.dev.yaml").read_text()
+    (tmp_path / "Pulumi.dev.yaml").write_text(environment + committed)
+    code, _, err = run_cli("--stack-file", str(tmp_path / "Pulumi.dev.yaml"), "--quiet")
+    assert code == 0, err
+    assert "imports Pulumi ESC environment(s) team/gke-prod" in err
+    assert "judged the file's own values only" in err
+    # A required key only the environment might set: the refusal says so, in its one line.
+    without_zone = "".join(
+        line for line in committed.splitlines(keepends=True) if "nemo-rl-gke:zone" not in line
+    )
+    (tmp_path / "Pulumi.dev.yaml").write_text(environment + without_zone)
+    code, _, err = run_cli("--stack-file", str(tmp_path / "Pulumi.dev.yaml"), "--quiet")
+    assert code == 2
+    (refusal,) = [line for line in err.splitlines() if "missing configuration value" in line]
+    assert "if one sets it, `pulumi preview` will find it" in refusal
+    # Without an environment no note is printed.
+    (tmp_path / "Pulumi.dev.yaml").write_text(committed)
+    assert "ESC" not in run_cli("--stack-file", str(tmp_path / "Pulumi.dev.yaml"), "--quiet")[2]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "named", "meant", "character"),
+    [
+        # A required top-level key: the CLI would stop on the key it left unset.
+        ("nemo-rl-gke:zone", "nemo-rl-gke:z\u043ene", "nemo-rl-gke:z\\u043ene", "zone", "U+043E"),
+        # A required field of a structured key.
+        ("    type: l4", "    typ\u0435: l4", "nemo-rl-gke:gpu.typ\\u0435", "type", "U+0435"),
+        # A zero-width space hidden in an optional key.
+        (
+            "    capacity: spot",
+            "    capa\u200bcity: spot",
+            "gpu.capa\\u200bcity",
+            "capacity",
+            "U+200B",
+        ),
+    ],
+)
+def test_a_look_alike_key_is_named_as_written_first(
+    tmp_path: Path, old: str, new: str, named: str, meant: str, character: str
+) -> None:
+    from tests.harness import REPO
+
+    text = (REPO / "Pulumi.dev.yaml").read_text()
+    assert old in text
+    (tmp_path / "Pulumi.dev.yaml").write_text(text.replace(old, new, 1))
+    code, _, err = run_cli("--stack-file", str(tmp_path / "Pulumi.dev.yaml"), "--quiet")
+    assert code == 2
+    first = err.splitlines()[0]
+    assert named in first, first
+    assert f"is not {meant!r}" in first or f"is not nemo-rl-gke:{meant}" in first, first
+    assert character in first, first
+    assert f"retype the key as {meant}" in first, first

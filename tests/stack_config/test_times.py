@@ -120,3 +120,15 @@ def test_unusual_valid_rules_and_times_are_accepted() -> None:
         "b200",
     )
     assert cfg.cluster.maintenance.recurrence == "FREQ=DAILY;INTERVAL=2"
+
+
+def test_a_minor_exclusion_ends_by_the_minors_end_of_support() -> None:
+    from planning.versions import GKE_END_OF_SUPPORT
+
+    eos = GKE_END_OF_SUPPORT["1.35"].value
+    err = error_for(values(cluster=maintenance(exclusionEnd="2027-06-01T00:00:00Z")))
+    assert err.key == "nemo-rl-gke:cluster.maintenance.exclusionEnd", str(err)
+    assert f"after the end of support of GKE 1.35 ({eos})" in str(err)
+    # Up to the end of support it is accepted, and so is no end (GKE ends it there itself).
+    load_stack_config(values(cluster=maintenance(exclusionEnd=f"{eos}T00:00:00Z")), "b200")
+    load_stack_config(values(), "b200")

@@ -132,6 +132,17 @@ def hostile_stack_files() -> dict[str, bytes]:
         + b"  nemo-rl-gke:ray: {job: {model: {secure: v1:NEVER-SHOWN-CIPHERTEXT}}}\n",
         "plaintext-credentials": dev + b"  gcp:credentials: NEVER-SHOWN-KEY-JSON\n",
         "look-alike-namespace": dev + "  nemo-rl-gk\u0435:protect: true\n".encode(),
+        "rrule-interval-zero": dev
+        + b"  nemo-rl-gke:cluster: {maintenance: {recurrence: FREQ=DAILY;INTERVAL=0}}\n",
+        "rrule-that-almost-never-occurs": dev
+        + b"  nemo-rl-gke:cluster: {maintenance:"
+        + b" {recurrence: FREQ=DAILY;BYMONTH=2;BYMONTHDAY=31}}\n",
+        "rrule-every-minute": dev
+        + b"  nemo-rl-gke:cluster: {maintenance: {recurrence: 'FREQ=DAILY;BYMINUTE="
+        + ",".join(map(str, range(60))).encode()
+        + b"'}}\n",
+        "year-9999-exclusion": dev
+        + b"  nemo-rl-gke:cluster: {maintenance: {exclusionStart: '9999-12-31T00:00:00Z'}}\n",
         "unquoted-timestamp": dev
         + b"  nemo-rl-gke:cluster: {maintenance: {windowStart: 2026-01-03T04:00:00Z}}\n",
         "runs-dir-leaves-data": dev + b"  nemo-rl-gke:ray: {job: {runsDir: /data/../etc}}\n",

@@ -55,11 +55,17 @@ VARIANTS: tuple[Variant, ...] = (
         "world-open-control-plane",
         "b200",
         "gke-authorized-networks",
-        config={
-            "nemo-rl-gke:network": {
-                "authorizedNetworks": [{"name": "anywhere", "cidr": "0.0.0.0/0"}]
-            }
-        },
+        # The stack refuses authorized networks that cover every address, so the world-open
+        # cluster is written by hand: two halves of IPv4, as open as 0.0.0.0/0.
+        program=(
+            "_gcp.container.Cluster('world-open', location='us-central1', initial_node_count=1,"
+            " master_authorized_networks_config=_gcp.container."
+            "ClusterMasterAuthorizedNetworksConfigArgs(cidr_blocks=["
+            "_gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs("
+            "cidr_block='0.0.0.0/1'),"
+            " _gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs("
+            "cidr_block='128.0.0.0/1')]))\n"
+        ),
     ),
     Variant(
         "pool-larger-than-reservation",

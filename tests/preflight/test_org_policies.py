@@ -34,7 +34,10 @@ def test_b200_needs_the_peering_the_dns_endpoint_and_its_workload_identity_membe
 
 def test_what_a_stack_does_not_use_is_not_asked_for(tmp_path: Path) -> None:
     assert "compute.restrictVpcPeering" not in constraints("dev")  # no Lustre
-    ip_only = constraints("dev", tmp_path, network={"controlPlaneEndpoint": "ip"})
+    office = [{"name": "office", "cidr": "203.0.113.0/24"}]
+    ip_only = constraints(
+        "dev", tmp_path, network={"controlPlaneEndpoint": "ip", "authorizedNetworks": office}
+    )
     assert "VPC Service Controls" not in ip_only
 
 

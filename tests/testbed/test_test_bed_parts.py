@@ -122,7 +122,7 @@ def test_fake_nodes_are_shaped_like_the_stack_s_pools(
         assert node["spec"]["taints"] == [
             {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
         ]
-        assert node["metadata"]["annotations"] == {"kwok.x-k8s.io/node": "fake"}
+        assert node["metadata"]["annotations"]["kwok.x-k8s.io/node"] == "fake"
 
 
 def test_the_agent_applies_the_crd_job_s_command_on_local_files(tmp_path: Path) -> None:

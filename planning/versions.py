@@ -9,8 +9,9 @@ builds (the engine, the local control plane) are pinned apart, in testbed/versio
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 
 @dataclass(frozen=True)
@@ -208,6 +209,48 @@ VERSIONS: Final = VersionTable(
         " unchanged. pyproject.toml's [tool.uv] required-version",
     ),
 )
+
+
+@dataclass(frozen=True)
+class Bulletin:
+    """One GKE security bulletin, as recorded when the table was read."""
+
+    cve: str
+    name: str
+    images: tuple[str, ...]
+    status: Literal["PATCHED", "PENDING"]
+    patched: Mapping[str, str]
+    """Minor (`1.35`) -> the first GKE version of that minor with the fix."""
+    bulletin: str
+
+
+BULLETINS_READ: Final = Pin(
+    "2026-06-26",
+    "GoogleCloudPlatform/cluster-toolkit:pkg/validators/security-advisories.json@c765092f4d"
+    " (CT #5718); https://cloud.google.com/kubernetes-engine/security-bulletins",
+)
+"""When the table below was read, and where."""
+BULLETINS: Final[tuple[Bulletin, ...]] = (
+    Bulletin(
+        "CVE-2026-31431",
+        "Copy Fail",
+        ("COS_CONTAINERD",),
+        "PATCHED",
+        {
+            "1.36": "1.36.0-gke.1555000",
+            "1.35": "1.35.3-gke.1943000",
+            "1.34": "1.34.7-gke.1292000",
+            "1.33": "1.33.11-gke.1132000",
+            "1.32": "1.32.13-gke.1446000",
+            "1.31": "1.31.14-gke.1846000",
+            "1.30": "1.30.14-gke.2439000",
+        },
+        "gcp-2026-026",
+    ),
+    Bulletin("CVE-2026-43284", "Dirty Frag", ("COS_CONTAINERD",), "PENDING", {}, "gcp-2026-030"),
+    Bulletin("CVE-2026-46300", "Fragnesia", ("UBUNTU_CONTAINERD",), "PENDING", {}, "gcp-2026-033"),
+)
+
 
 _GKE_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:-gke\.(\d+))?$")
 

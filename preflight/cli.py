@@ -12,10 +12,14 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any, TextIO
 
+from planning.bulletins import bulletin_warnings
+from planning.cluster import matches
 from planning.naming import PROJECT
+from planning.versions import VERSIONS
 from preflight import changes, org_policies
 from preflight.mock_run import ProgramError, ProgramRun, run_program
 from preflight.policy_runner import (
@@ -205,7 +209,26 @@ def cloud_fixtures(
             " preview` reads them and stops on one GKE does not offer; --reservations FILE"
             " with engineVersions checks a description"
         )
+    notes += [f"security: {line}" for line in security_notes(cfg)]
     return fixtures, notes
+
+
+def security_notes(cfg: StackConfig) -> list[str]:
+    """GKE security bulletins that affect the stack's versions (a prefix judged as the channel
+    version offline runs assume), and whether the table is stale."""
+    cluster = cfg.cluster
+    channel = VERSIONS.gke_channel_version.value
+    return bulletin_warnings(
+        {
+            "cluster.minVersion": cluster.min_version,
+            "cluster.systemPool.version": cluster.system_pool.version,
+            "gpu.version": cfg.gpu.version,
+        },
+        date.today(),
+        resolve_prefix={cluster.min_version: channel}
+        if matches(channel, cluster.min_version)
+        else None,
+    )
 
 
 def _assumed_reservation(cfg: StackConfig) -> tuple[CloudFixtures, list[str]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pulumi
 
 from planning.naming import base_labels
+from planning.queue import queue_status_command
 from planning.ray import curves_command, submit_command
 from program.apis import build_apis
 from program.cluster import build_gke, read_engine_versions
@@ -90,6 +91,13 @@ pulumi.export(
 if queue is not None:
     pulumi.export("kueueLocalQueue", queue.queue.local_queue)
     pulumi.export("kueueClusterQueue", queue.queue.cluster_queue)
+    # Why each run waits (Kueue's reason) and where it stands in the queue.
+    pulumi.export(
+        "queueStatusCommand",
+        pulumi.Output.all(queue.queue.local_queue, queue.queue.cluster_queue).apply(
+            lambda names: queue_status_command(cfg.ray.namespace, names[1])
+        ),
+    )
     if ray.workload.queued_run_manifest is not None:
         pulumi.export("grpoQueuedRunManifest", ray.workload.queued_run_manifest)
 if cfg.ray.job.enabled:

@@ -302,6 +302,32 @@ def provisioning_config_spec() -> dict[str, Any]:
     }
 
 
+KUEUE_FEATURE_GATES: Final = {"UnadmittedWorkloadsObservability": True}
+"""Feature gates the Configuration turns on (in the Configuration, not the chart's
+`controllerManager.featureGates`: Kueue refuses both at once)."""
+
+
+def queue_status_command(namespace: str, cluster_queue: str) -> str:
+    """One command: every run in the queue with its state and Kueue's reason, then the
+    pending runs in the order Kueue will admit them (Kueue's visibility API)."""
+    condition = '.status.conditions[?(@.type=="QuotaReserved")]'
+    columns = ",".join(
+        [
+            "RUN:.metadata.ownerReferences[0].name",
+            "KIND:.metadata.ownerReferences[0].kind",
+            "PRIORITY:.spec.priority",
+            f"RESERVED:{condition}.status",
+            f"REASON:{condition}.reason",
+            f"WHY:{condition}.message",
+        ]
+    )
+    return (
+        f"kubectl get workloads.kueue.x-k8s.io -n {namespace} -o custom-columns='{columns}'"
+        " && kubectl get --raw"
+        f" /apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{cluster_queue}/pendingworkloads"
+    )
+
+
 def manager_config(namespace: str, dranet: bool = False) -> str:
     """Kueue's Configuration for the Helm chart (`managerConfig.controllerManagerConfigYaml`).
 
@@ -330,6 +356,9 @@ def manager_config(namespace: str, dranet: bool = False) -> str:
         "clientConnection": {"qps": 300, "burst": 500},
         "managedJobsNamespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
         "integrations": {"frameworks": ["ray.io/rayjob", "ray.io/raycluster"]},
+        # A waiting run says why (WaitingForQuota, TopologyPlacementFailed, ...) instead of
+        # Pending: beta and off by default in 0.19, on in Kueue's main since #13063.
+        "featureGates": dict(KUEUE_FEATURE_GATES),
     }
     if dranet:
         config["resources"] = {"deviceClassMappings": kueue_device_mappings()}

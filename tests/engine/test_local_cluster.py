@@ -1226,6 +1226,19 @@ def test_queued_runs_wait_for_gpus_and_topology(b200: str) -> None:
             "Kueue to say run B waits for quota",
             lambda: "insufficient unused quota for nvidia.com/gpu" in refused("run-b"),
         )
+        # With UnadmittedWorkloadsObservability on, the reason is Kueue's own, not Pending, and
+        # the stack's queueStatusCommand lists it beside the run.
+        reason = condition(workload_of("RayJob", "run-b"), "QuotaReserved")["reason"]
+        assert reason == "WaitingForQuota", reason
+        command = must(pulumi(b200, "stack", "output", "queueStatusCommand")).stdout.strip()
+        listing = subprocess.run(
+            ["bash", "-c", command.split(" && ")[0]],
+            env={**local_cluster.local_environ(), "KUBECONFIG": str(local_cluster.KUBECONFIG)},
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        (line,) = [row for row in listing.stdout.splitlines() if row.startswith("run-b ")]
+        assert "RayJob" in line, listing.stdout + listing.stderr
+        assert "WaitingForQuota" in line, listing.stdout + listing.stderr
         assert kube("get", "rayjobs.ray.io", "run-b", "-n", "nemo-rl")["spec"]["suspend"] is True
         assert run_pods("run-b", "head") == []
         assert run_pods("run-b") == []
@@ -1632,3 +1645,185 @@ def test_a_chart_version_bump_reapplies_the_crds_before_the_upgrade(
         assert [r["metadata"]["labels"]["version"] for r in releases] == ["2"]
     finally:
         workspace.pulumi("destroy", "--yes", "-s", "dev", check=False)
+
+
+def claims_of(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ResourceClaims made for a pod from its templates (its status names them)."""
+    names = [s["resourceClaimName"] for s in pod.get("status", {}).get("resourceClaimStatuses", [])]
+    namespace = pod["metadata"]["namespace"]
+    return [c for c in (kube("get", "resourceclaims", "-n", namespace, n) for n in names) if c]
+
+
+def scheduling_events(pod: str, namespace: str) -> str:
+    events = items("events", "-n", namespace, "--field-selector", f"involvedObject.name={pod}")
+    return " | ".join(e.get("message", "") for e in events if e.get("reason") == "FailedScheduling")
+
+
+def test_b200_on_dranet_claims_its_nics_instead_of_networks(cluster: None) -> None:
+    """`pulumi up -s b200` with network.rdma dranet brings up the same platform with DRA claims
+    instead of networks: the real API server takes the claim template, the real scheduler's DRA
+    plugin allocates every worker's and RDMA gate's claim from the NICs the test bed publishes
+    (a stand-in for GKE's driver), and the real Kueue counts the claimed NICs against the
+    queue's quota. Claims no node can satisfy wait at the scheduler with its reason; a malformed
+    one is refused by the API server; Kueue refuses Cluster Toolkit's `allocationMode: All`."""
+    stack_file = PROJECT / "Pulumi.b200.yaml"
+    data = yaml.safe_load(stack_file.read_text())
+    data["config"]["nemo-rl-gke:network"]["rdma"] = "dranet"
+    stack_file.write_text(yaml.safe_dump(data, sort_keys=False))
+    up = make("engine-up", "STACK=b200")
+    try:
+        assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
+        assert "STAND-IN for GKE's networking DRA driver" in up.stdout
+        assert not items("networks.networking.gke.io")
+        assert not items("gkenetworkparamsets.networking.gke.io")
+        template = kube("get", "resourceclaimtemplates", "-n", "nemo-rl", "default-rdma")
+        (request,) = template["spec"]["spec"]["devices"]["requests"]
+        assert request["exactly"]["count"] == 8
+
+        # The RDMA gates ran on claimed NICs, one pod per node (their Jobs succeeded: up waited).
+        for gate in ("rdma", "nccl"):
+            pods = items("pods", "-n", "nemo-rl", "-l", f"nemo-rl-gke/gate={gate}")
+            assert len(pods) == 2, gate
+            for pod in pods:
+                assert pod["status"]["phase"] == "Succeeded", (gate, pod["status"])
+                assert pod["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] == (
+                    "default-rdma"
+                )
+
+        # Every Ray worker holds 8 NICs of its own node, allocated by the real scheduler.
+        workers = [p for p in ray_pods() if p["metadata"]["labels"]["ray.io/node-type"] == "worker"]
+        assert len(workers) == 2
+        for worker in workers:
+            (claim,) = claims_of(worker)
+            results = claim["status"]["allocation"]["devices"]["results"]
+            assert len(results) == 8
+            assert {(r["driver"], r["pool"]) for r in results} == {
+                ("dra.net", worker["spec"]["nodeName"])
+            }
+            assert [r["uid"] for r in claim["status"]["reservedFor"]] == [worker["metadata"]["uid"]]
+
+        # Kueue counted the claimed NICs into the mapped resource when it admitted the cluster.
+        admitted = workload_of("RayCluster", "nemo-rl")
+        assert admitted is not None
+        usage = {
+            a["name"]: a["resourceUsage"]
+            for a in admitted["status"]["admission"]["podSetAssignments"]
+        }
+        assert usage["gpu-workers"]["rdma-nics"] == "16", usage
+        assert "rdma-nics" not in usage["head"], usage
+
+        # Claims the nodes cannot satisfy are not refused by the API server: they wait at the
+        # scheduler, which says why (preflight refuses the first; no stack can write the second).
+        for name, spec in (
+            ("over", {"deviceClassName": "mrdma.google.com", "count": 9}),
+            ("wrong-class", {"deviceClassName": "mrdma.example.com", "count": 8}),
+        ):
+            claim_template = {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaimTemplate",
+                "metadata": {"name": f"probe-{name}", "namespace": "default"},
+                "spec": {
+                    "spec": {
+                        "devices": {
+                            "requests": [
+                                {
+                                    "name": "req-mrdma",
+                                    "exactly": {"allocationMode": "ExactCount", **spec},
+                                }
+                            ]
+                        }
+                    }
+                },
+            }
+            create(claim_template)
+            create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": f"probe-{name}", "namespace": "default"},
+                    "spec": {
+                        "nodeSelector": {"cloud.google.com/gke-accelerator": "nvidia-b200"},
+                        "tolerations": [{"operator": "Exists"}],
+                        "resourceClaims": [
+                            {"name": "rdma", "resourceClaimTemplateName": f"probe-{name}"}
+                        ],
+                        "containers": [
+                            {
+                                "name": "c",
+                                "image": "busybox",
+                                "resources": {"claims": [{"name": "rdma"}]},
+                            }
+                        ],
+                    },
+                }
+            )
+        wait_until(
+            "the scheduler to refuse the claim over the node's NICs",
+            lambda: "cannot allocate all claims" in scheduling_events("probe-over", "default"),
+            timeout=60,
+        )
+        wait_until(
+            "the scheduler to refuse the claim on a class that does not exist",
+            lambda: "does not exist" in scheduling_events("probe-wrong-class", "default"),
+            timeout=60,
+        )
+        malformed = json.loads(json.dumps(template))
+        malformed["metadata"] = {"name": "probe-malformed", "namespace": "default"}
+        malformed["spec"]["spec"]["devices"]["requests"][0]["name"] = "Req_MRDMA"
+        cluster_ = local_cluster.load()
+        assert cluster_ is not None
+        kubectl = [cluster_.binary("kubectl"), "--kubeconfig", str(local_cluster.KUBECONFIG)]
+        refused = subprocess.run(
+            [*kubectl, "create", "-f", "-"],
+            input=json.dumps(malformed), capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert refused.returncode != 0
+        assert "requests[0].name: Invalid value" in refused.stderr, refused.stderr
+
+        # Kueue 0.19 refuses a queued pod set whose claim asks for all devices (why ExactCount).
+        every = json.loads(json.dumps(template))
+        every["metadata"] = {"name": "probe-all", "namespace": "nemo-rl"}
+        every["spec"]["spec"]["devices"]["requests"][0]["exactly"] = {
+            "deviceClassName": "mrdma.google.com",
+            "allocationMode": "All",
+        }
+        create(every)
+        manifest = json.loads(
+            must(pulumi("b200", "stack", "output", "grpoQueuedRunManifest")).stdout
+        )
+        probe = queued_run(manifest, "probe-all")
+        worker_spec = probe["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]
+        worker_spec["resourceClaims"][0]["resourceClaimTemplateName"] = "probe-all"
+        create(probe)
+
+        def refused_all() -> bool:
+            workload = workload_of("RayJob", "probe-all")
+            return workload is not None and "AllocationMode 'All' is not supported" in json.dumps(
+                workload.get("status", {})
+            )
+
+        wait_until("Kueue to refuse allocationMode All", refused_all, timeout=60)
+    finally:
+        cluster_ = local_cluster.load()
+        if cluster_ is not None:
+            local_cluster.kubectl(
+                cluster_, "delete", "rayjobs.ray.io", "-n", "nemo-rl", "probe-all",
+                "--ignore-not-found", "--wait=false", check=False,
+            )  # fmt: skip
+            local_cluster.kubectl(
+                cluster_, "delete", "pods,resourceclaimtemplates", "-n", "default",
+                "probe-over", "probe-wrong-class", "--ignore-not-found", "--wait=false",
+                check=False,
+            )  # fmt: skip
+        down = make("engine-down", "STACK=b200")
+    assert down.returncode == 0, down.stdout[-4000:]
+    wait_until(
+        "the claim template and the workers' claims to go",
+        lambda: (
+            not items("resourceclaimtemplates", "-A")
+            or all(
+                t["metadata"]["namespace"] == "default"
+                for t in items("resourceclaimtemplates", "-A")
+            )
+        ),
+    )

@@ -433,3 +433,15 @@ def test_the_printed_report_elides_the_queued_run_manifest(tmp_path: Path) -> No
     assert run_cli("--stack", "b200", "--known", "--json", str(report))[0] == 0
     manifest = json.loads(json.loads(report.read_text())["outputs"]["grpoQueuedRunManifest"])
     assert manifest["kind"] == "RayJob"
+
+
+def test_kueue_says_why_a_run_waits_and_one_command_shows_it(b200: Result) -> None:
+    config = yaml.safe_load(manager_config("nemo-rl"))
+    assert config["featureGates"] == {"UnadmittedWorkloadsObservability": True}
+    command = b200.run.exports["queueStatusCommand"].value
+    listing, position = command.split(" && ")
+    assert listing.startswith("kubectl get workloads.kueue.x-k8s.io -n nemo-rl ")
+    assert 'REASON:.status.conditions[?(@.type=="QuotaReserved")].reason' in listing
+    assert position.endswith(
+        "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/nemo-rl-b200/pendingworkloads"
+    )

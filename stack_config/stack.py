@@ -214,6 +214,7 @@ class StackConfig(ConfigModel):
         yield from ray_job.batch_problems(self.ray, self.gpu)
         yield from gates.smoke_problems(self.verify, self.gpu)
         yield from gates.threshold_problems(self.verify, self.gpu, self.lustre.enabled)
+        yield from gates.unused_gate_problems(self.verify, self.gpu)
         yield from queue_problems(self.kueue, self.gpu, self.cluster.system_pool.machine_type)
         yield from unused_queue_key_problems(self.kueue, self.gpu)
         yield from ray_job.unused_chart_problems(self.ray)

@@ -280,3 +280,45 @@ def timeout_problems(verify: VerifyConfig) -> Iterator[ConfigProblem]:
                 f" {SMOKE_STOP_MARGIN_SECONDS // 60} (the default suits a first run), or"
                 " remove it",
             )
+
+
+_GATES = (
+    ("gpuHealth", "gpu_health"),
+    ("rdma", "rdma"),
+    ("nccl", "nccl"),
+    ("storage", "storage"),
+    ("grpoSmoke", "grpo_smoke"),
+    ("jobNccl", "job_nccl"),
+)
+_RDMA_GATES = frozenset({"rdma", "nccl", "job_nccl"})
+
+
+def unused_gate_problems(verify: VerifyConfig, gpu: GpuConfig) -> Iterator[ConfigProblem]:
+    """Settings of a gate that never runs on this stack do nothing: the gates are off, or the
+    gate needs RDMA NICs the machine lacks. Turning such a gate off is harmless and accepted.
+    Paths relative to the stack."""
+    on = verify_enabled(verify, gpu)
+    for key, field in _GATES:
+        gate = getattr(verify, field)
+        given = set(gate.model_fields_set)
+        if gate.enabled is False:
+            given.discard("enabled")
+        if field not in verify.model_fields_set or not given:
+            continue
+        if not on:
+            yield ConfigProblem(
+                ("verify", key),
+                "sets up a gate, and no gate runs on this stack (verify.enabled"
+                f"{' false' if verify.enabled is False else ' defaults to off without RDMA'}):"
+                " it would do nothing",
+                f"remove verify.{key}, or set verify.enabled: true",
+            )
+            return
+        if field in _RDMA_GATES and not gpu.profile.rdma_nics:
+            yield ConfigProblem(
+                ("verify", key),
+                f"the {key} gate runs only on GPUs with RDMA NICs (b200, h200), not on"
+                f" {gpu.profile.machine_type}: its settings would do nothing",
+                f"remove verify.{key}",
+            )
+            return

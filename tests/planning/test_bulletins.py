@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import date
 
-from planning.bulletins import BULLETINS_READ, Bulletin, bulletin_warnings
-from planning.versions import Pin
+from planning.bulletins import bulletin_warnings
+from planning.versions import BULLETINS_READ, Bulletin, Pin
 
 READ = date.fromisoformat(BULLETINS_READ.value)
 TABLE = (

@@ -58,3 +58,38 @@ def test_a_chart_the_managed_operator_never_installs_is_refused(tmp_path: Path) 
     err = error_for(values(ray={"operator": "gke-addon", "chartPath": str(chart)}))
     assert err.key == "nemo-rl-gke:ray.chartPath", str(err)
     assert "installs no Helm release" in str(err)
+
+
+@pytest.mark.parametrize(
+    ("changes", "key", "text"),
+    [
+        ({"verify": {"enabled": False, "nccl": {"timeoutMinutes": 30}}}, "verify.nccl", "false"),
+        (
+            {"gpu": DEV_GPU, "verify": {"gpuHealth": {"timeoutMinutes": 5}}},
+            "verify.gpuHealth",
+            "defaults to off",
+        ),
+        (
+            {"gpu": DEV_GPU, "verify": {"enabled": True, "rdma": {"timeoutMinutes": 5}}},
+            "verify.rdma",
+            "runs only on GPUs with RDMA NICs",
+        ),
+        (
+            {"gpu": DEV_GPU, "verify": {"enabled": True, "jobNccl": {"enabled": True}}},
+            "verify.jobNccl",
+            "not on g2-standard-16",
+        ),
+    ],
+)
+def test_settings_of_a_gate_that_never_runs_are_refused(
+    changes: dict[str, Any], key: str, text: str
+) -> None:
+    err = error_for(values(**changes))
+    assert err.key == f"nemo-rl-gke:{key}", str(err)
+    assert text in str(err)
+
+
+def test_turning_off_a_gate_that_never_runs_is_harmless() -> None:
+    load_stack_config(
+        values(gpu=DEV_GPU, verify={"enabled": True, "rdma": {"enabled": False}}), "b200"
+    )

@@ -60,7 +60,11 @@ def test_the_charts_configuration_keeps_its_integrations_and_gets_loopback_liste
     assert config["webhook"] == {"port": 3, "host": "127.0.0.1", "certDir": str(tmp_path)}
     assert config["health"]["healthProbeBindAddress"] == "127.0.0.1:1"
     assert config["leaderElection"]["resourceNamespace"] == "kueue-system"
-    assert config["featureGates"] == {"VisibilityOnDemand": False}
+    # The chart's own gates kept (the stack's UnadmittedWorkloadsObservability), visibility off.
+    assert config["featureGates"] == {
+        "UnadmittedWorkloadsObservability": True,
+        "VisibilityOnDemand": False,
+    }
     assert len(changes) == 2
     yaml.safe_dump(config)
 

@@ -11,6 +11,31 @@ DEFAULT_INTERFACE_ANNOTATION = "networking.gke.io/default-interface"
 POD_NETWORK = "default"
 """Name of GKE's built-in pod network (eth0)."""
 GPU_TAINT_KEY = "nvidia.com/gpu"
+SCHEDULED_MAINTENANCE_LABEL = "cloud.google.com/scheduled-maintenance-time"
+"""GKE's label on GPU nodes (from 1.31.1-gke.2008000) with the start of a scheduled host
+maintenance, Unix seconds; absent when none is scheduled. GPUs do not live-migrate: the node
+and its pods end when it starts."""
+
+
+def avoid_maintenance_affinity() -> dict[str, object]:
+    """Required node affinity of a GPU worker: no node with host maintenance scheduled (the
+    label's presence; the time is not compared, which would need the run's length at plan
+    time). Evaluated at scheduling only: a running worker stays where it is."""
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": SCHEDULED_MAINTENANCE_LABEL, "operator": "DoesNotExist"}
+                        ]
+                    }
+                ]
+            }
+        }
+    }
+
+
 ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 
 

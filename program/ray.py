@@ -144,6 +144,7 @@ def build_ray(
             labels=labels,
             after=[*after, *(queue.ready if queue is not None else [])],
             queue=queue.placement if queue is not None else None,
+            avoid_maintenance=cfg.ray.avoid_maintenance,
             queued_run=queued_run,
             operator_namespace=operator_args.namespace if operator_args is not None else None,
         ),

@@ -145,6 +145,12 @@ class RayConfig(ConfigModel):
         description="RayCluster name; its head service is <clusterName>-head-svc.",
     )
     head: HeadConfig = Field(default_factory=HeadConfig, description="Ray head pod size.")
+    avoid_maintenance: bool = Field(
+        True,
+        description="GPU workers are not scheduled on nodes with host maintenance scheduled"
+        " (GKE's cloud.google.com/scheduled-maintenance-time label); a queued run waits with"
+        " Kueue's reason until the maintenance is done or started by hand.",
+    )
     job: JobConfig = Field(default_factory=JobConfig, description="GRPO RayJob.")
     chart_path: str | None = Field(
         None,

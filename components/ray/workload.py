@@ -17,6 +17,7 @@ import pulumi_kubernetes as k8s
 from components.gpu_pool.pod import GPU_CONTAINER_SECURITY, RdmaWiring, gpu_pod_parts
 from components.verify.smoke import GrpoSmokeGate, JobNcclGate, SmokeGateArgs
 from planning.job_nccl import JobNcclPlan
+from planning.kube import avoid_maintenance_affinity
 from planning.queue import QueuedPlacement, queued_cluster_spec
 from planning.ray import (
     DASHBOARD_PORT,
@@ -118,6 +119,8 @@ class RayWorkloadArgs:
     """The job NCCL gate: runs on the RayCluster once it exists, before the smoke; the RayJob
     waits for it."""
     queue: QueuedPlacement | None = None
+    avoid_maintenance: bool = True
+    """Workers never land on a node with host maintenance scheduled (GKE's label)."""
     """The LocalQueue the RayCluster, and a RayJob that brings its own cluster, go through
     (Kueue admits each as one workload); None without the queue. `after` holds the queue."""
     queued_run: RayJobPlan | None = None
@@ -480,6 +483,9 @@ class RayWorkload(pulumi.ComponentResource):
                     "automountServiceAccountToken": False,
                     "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                     "nodeSelector": args.worker_node_selector,
+                    **(
+                        {"affinity": avoid_maintenance_affinity()} if args.avoid_maintenance else {}
+                    ),
                     "tolerations": args.worker_tolerations,
                     # The RDMA NICs, under DRANET: KubeRay passes the template through.
                     **(

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pulumi
 
+from planning.health import health_status_command
 from planning.naming import base_labels
 from planning.queue import queue_status_command
 from planning.ray import curves_command, submit_command
 from program.apis import build_apis
 from program.cluster import build_gke, read_engine_versions
 from program.guard import REPLACEMENT_EXPORT, stop_surprise_replacements
+from program.health import build_health_checks
 from program.network import build_networks
 from program.queue import build_job_queue, build_kueue
 from program.ray import build_ray
@@ -57,6 +59,8 @@ queue = build_job_queue(cfg, gke, volumes, kueue, open_after=gates)  # opens aft
 ray = build_ray(
     cfg, gke, volumes, secret_outputs(), {"stack": stack}, rdma, after=gates, queue=queue
 )
+# After day one the gates run again on a schedule, through the queue, on free GPUs only.
+health = build_health_checks(cfg, gke, volumes, {"stack": stack}, rdma, queue)
 
 pulumi.export(REPLACEMENT_EXPORT, replacement_config)
 pulumi.export("clusterName", gke.cluster.name)
@@ -100,6 +104,10 @@ if queue is not None:
     )
     if ray.workload.queued_run_manifest is not None:
         pulumi.export("grpoQueuedRunManifest", ray.workload.queued_run_manifest)
+if health is not None:
+    pulumi.export("healthChecks", health.cronjobs)
+    # Every GPU node's last results and taints.
+    pulumi.export("healthStatusCommand", health_status_command(cfg.health_checks))
 if cfg.ray.job.enabled:
     pulumi.export("grpoRun", ray.run.name)
     pulumi.export("grpoCheckpointDir", ray.run.checkpoint_dir)

@@ -63,6 +63,8 @@ class KueueOperatorArgs:
     """Where the controller runs (the system pool)."""
     dranet: bool = False
     """Map GKE's RDMA device class to Kueue's logical resource (pods claim NICs)."""
+    batch_jobs: bool = False
+    """Manage batch Jobs labelled with a queue (the scheduled health checks' Jobs)."""
 
 
 class KueueOperator(pulumi.ComponentResource):
@@ -90,7 +92,9 @@ class KueueOperator(pulumi.ComponentResource):
             },
             opts=child,
         )
-        values = helm_values(args.workload_namespace, args.image, dranet=args.dranet)
+        values = helm_values(
+            args.workload_namespace, args.image, dranet=args.dranet, batch_jobs=args.batch_jobs
+        )
         values["controllerManager"]["nodeSelector"] = args.node_selector
         self.release = k8s.helm.v3.Release(
             f"{name}-release",

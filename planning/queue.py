@@ -101,6 +101,17 @@ VERIFY_PRIORITY: Final = PriorityClassPlan(
 )
 
 
+HEALTH_PRIORITY: Final = PriorityClassPlan(
+    name="nemo-rl-health",
+    role="health",
+    value=50,
+    # A scheduled check takes the GPUs only when nothing else wants them: below the gates,
+    # never preempting anything itself.
+    preempts=False,
+    description="Scheduled health checks of the GPU pool: run only on free GPUs, wait for all.",
+)
+
+
 @dataclass(frozen=True)
 class Flavor:
     """A ResourceFlavor and the quota the ClusterQueue gives it."""
@@ -328,7 +339,7 @@ def queue_status_command(namespace: str, cluster_queue: str) -> str:
     )
 
 
-def manager_config(namespace: str, dranet: bool = False) -> str:
+def manager_config(namespace: str, dranet: bool = False, batch_jobs: bool = False) -> str:
     """Kueue's Configuration for the Helm chart (`managerConfig.controllerManagerConfigYaml`).
 
     The chart's own defaults, except: Kueue manages the Ray kinds only (the chart's default list
@@ -336,7 +347,9 @@ def manager_config(namespace: str, dranet: bool = False) -> str:
     down), and only in the workload namespace, which also scopes the job webhooks the chart
     always installs (batch Jobs included, failurePolicy Fail) to that namespace: the KubeRay
     CRD Job and everything outside it never depend on Kueue being up. With DRANET, the RDMA
-    device class is mapped to a logical resource the ClusterQueue gives quota to.
+    device class is mapped to a logical resource the ClusterQueue gives quota to. With
+    scheduled health checks Kueue also manages batch Jobs, those labelled with a queue only
+    (`manageJobsWithoutQueueName` stays false: the gates' Jobs are left alone).
     """
     config = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
@@ -355,7 +368,13 @@ def manager_config(namespace: str, dranet: bool = False) -> str:
         },
         "clientConnection": {"qps": 300, "burst": 500},
         "managedJobsNamespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-        "integrations": {"frameworks": ["ray.io/rayjob", "ray.io/raycluster"]},
+        "integrations": {
+            "frameworks": [
+                "ray.io/rayjob",
+                "ray.io/raycluster",
+                *(["batch/job"] if batch_jobs else []),
+            ]
+        },
         # A waiting run says why (WaitingForQuota, TopologyPlacementFailed, ...) instead of
         # Pending: beta and off by default in 0.19, on in Kueue's main since #13063.
         "featureGates": dict(KUEUE_FEATURE_GATES),
@@ -370,6 +389,7 @@ def helm_values(
     image: str,
     node_selector: Mapping[str, str] | None = None,
     dranet: bool = False,
+    batch_jobs: bool = False,
 ) -> dict[str, Any]:
     """Values of the Kueue chart: the pinned image (what the published chart sets), the
     manager configuration above, the controller on the system pool."""
@@ -379,7 +399,9 @@ def helm_values(
     }
     values: dict[str, Any] = {
         "controllerManager": {"manager": manager},
-        "managerConfig": {"controllerManagerConfigYaml": manager_config(namespace, dranet)},
+        "managerConfig": {
+            "controllerManagerConfigYaml": manager_config(namespace, dranet, batch_jobs)
+        },
     }
     if node_selector is not None:
         values["controllerManager"]["nodeSelector"] = dict(node_selector)

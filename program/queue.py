@@ -21,6 +21,7 @@ import pulumi
 from components.queue import JobQueue, JobQueueArgs, KueueOperator, KueueOperatorArgs
 from planning.kube import ACCELERATOR_LABEL, GPU_TAINT_KEY
 from planning.queue import (
+    HEALTH_PRIORITY,
     POOL_LABEL,
     TRAINING_PRIORITY,
     VERIFY_PRIORITY,
@@ -95,9 +96,14 @@ def build_kueue(cfg: StackConfig, gke: Gke) -> KueueOperator | None:
             chart_version=VERSIONS.kueue_chart.value,
             image=VERSIONS.kueue_image.value,
             workload_namespace=cfg.ray.namespace,
-            priority_classes=(TRAINING_PRIORITY, VERIFY_PRIORITY),
+            priority_classes=(
+                TRAINING_PRIORITY,
+                VERIFY_PRIORITY,
+                *([HEALTH_PRIORITY] if cfg.health_checks else []),
+            ),
             node_selector=gke.system_pool.node_selector,
             dranet=cfg.dranet,
+            batch_jobs=bool(cfg.health_checks),
         ),
         opts=gke.k8s_opts,
     )

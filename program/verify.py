@@ -4,6 +4,7 @@ GPU networking objects and /data, before the Ray workload."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from components.network.in_cluster import GVNIC_NETWORK, rdma_network_name
 from components.queue import KueueOperator
@@ -58,6 +59,30 @@ def verify_inputs(cfg: StackConfig) -> VerifyInputs:
     )
 
 
+def verification_args(
+    gke: Gke,
+    volumes: Volumes,
+    labels: Mapping[str, str],
+    rdma: Rdma,
+    scripts: Mapping[str, str],
+) -> VerificationArgs:
+    """How a gate's Job is built on this stack, before which gates and after what."""
+    claim = volumes.lustre or volumes.bucket
+    return VerificationArgs(
+        namespace=volumes.identity.namespace,
+        service_account=volumes.identity.service_account,
+        gates=(),
+        scripts=scripts,
+        node_selector=gke.gpu_pool.node_selector,
+        tolerations=gke.gpu_pool.tolerations,
+        data_claim=volumes.data_claim,
+        data_is_gcsfuse=volumes.gcsfuse,
+        rdma=rdma.wiring,
+        after=[*(r for r in (gke.gpu_pool, rdma.ready, claim, volumes.identity) if r is not None)],
+        labels=labels,
+    )
+
+
 def build_verification(
     cfg: StackConfig,
     gke: Gke,
@@ -71,31 +96,22 @@ def build_verification(
     gates = plan_gates(verify_inputs(cfg), cfg.gate_settings)
     if not gates:
         return None
-    networking = rdma.ready
-    claim = volumes.lustre or volumes.bucket
+    common = verification_args(gke, volumes, labels, rdma, gate_scripts())
     return PlatformVerification(
         "verify",
-        VerificationArgs(
-            namespace=volumes.identity.namespace,
-            service_account=volumes.identity.service_account,
+        replace(
+            common,
             gates=gates,
-            scripts=gate_scripts(),
-            node_selector=gke.gpu_pool.node_selector,
-            tolerations=gke.gpu_pool.tolerations,
-            data_claim=volumes.data_claim,
-            data_is_gcsfuse=volumes.gcsfuse,
-            rdma=rdma.wiring,
             # The GPU pool is not behind the Kubernetes provider (only the system pool is): a
             # gate created before its nodes exist would spend its deadline waiting for them.
             after=[
-                *(r for r in (gke.gpu_pool, networking, claim, volumes.identity) if r is not None),
+                *common.after,
                 *(
                     [kueue.release, kueue.priority_classes[VERIFY_PRIORITY.name]]
                     if kueue is not None
                     else []
                 ),
             ],
-            labels=labels,
             priority_class=VERIFY_PRIORITY.name if kueue is not None else None,
         ),
         opts=gke.k8s_opts,

@@ -15,6 +15,7 @@ from typing import Any, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from planning.health import HealthCheck
 from planning.naming import BASE_NAME_PATTERN, Names
 from planning.ray import GrpoRun
 from planning.verify import GateSettings
@@ -25,6 +26,7 @@ from stack_config.base import PROJECT_ID_PATTERN, ConfigModel
 from stack_config.cluster import ClusterConfig, gke_version_problems, pool_version_problems
 from stack_config.errors import ConfigProblem
 from stack_config.gpu_pool import GpuConfig
+from stack_config.health import HealthConfig, health_problems, scheduled_checks
 from stack_config.labels import label_format_problem
 from stack_config.network import (
     NetworkConfig,
@@ -93,6 +95,10 @@ class StackConfig(ConfigModel):
     kueue: QueueConfig = Field(
         default_factory=QueueConfig, description="Kueue: the job queue in front of the GPUs."
     )
+    health: HealthConfig = Field(
+        default_factory=HealthConfig,
+        description="Scheduled health checks of the GPU pool (off without a schedule).",
+    )
 
     @property
     def names(self) -> Names:
@@ -143,6 +149,11 @@ class StackConfig(ConfigModel):
     def queue_enabled(self) -> bool:
         """kueue.enabled, defaulting to on where the GPUs have RDMA NICs."""
         return queue_enabled(self.kueue, self.gpu)
+
+    @property
+    def health_checks(self) -> list[HealthCheck]:
+        """The scheduled health checks that run (none without health.schedule)."""
+        return scheduled_checks(self.health, self.gpu)
 
     @property
     def grpo_run(self) -> GrpoRun:
@@ -214,9 +225,10 @@ class StackConfig(ConfigModel):
         yield from ray_job.batch_problems(self.ray, self.gpu)
         yield from gates.smoke_problems(self.verify, self.gpu)
         yield from gates.threshold_problems(self.verify, self.gpu, self.lustre.enabled)
-        yield from gates.unused_gate_problems(self.verify, self.gpu)
+        yield from gates.unused_gate_problems(self.verify, self.gpu, frozenset(self.health_checks))
         yield from queue_problems(self.kueue, self.gpu, self.cluster.system_pool.machine_type)
         yield from unused_queue_key_problems(self.kueue, self.gpu)
+        yield from health_problems(self.health, self.gpu, self.queue_enabled)
         yield from ray_job.unused_chart_problems(self.ray)
         yield from gates.timeout_problems(self.verify)
         yield from admits_own_workload_problems(

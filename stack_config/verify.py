@@ -293,9 +293,13 @@ _GATES = (
 _RDMA_GATES = frozenset({"rdma", "nccl", "job_nccl"})
 
 
-def unused_gate_problems(verify: VerifyConfig, gpu: GpuConfig) -> Iterator[ConfigProblem]:
+def unused_gate_problems(
+    verify: VerifyConfig, gpu: GpuConfig, checked: frozenset[str] = frozenset()
+) -> Iterator[ConfigProblem]:
     """Settings of a gate that never runs on this stack do nothing: the gates are off, or the
     gate needs RDMA NICs the machine lacks. Turning such a gate off is harmless and accepted.
+    A scheduled health check runs its gate's script with the gate's floors and timeout, so
+    the settings of a gate in `checked` (health checks, planning.health) are used either way.
     Paths relative to the stack."""
     on = verify_enabled(verify, gpu)
     for key, field in _GATES:
@@ -304,6 +308,8 @@ def unused_gate_problems(verify: VerifyConfig, gpu: GpuConfig) -> Iterator[Confi
         if gate.enabled is False:
             given.discard("enabled")
         if field not in verify.model_fields_set or not given:
+            continue
+        if not on and field.replace("_", "-") in checked:
             continue
         if not on:
             yield ConfigProblem(

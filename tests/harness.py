@@ -51,12 +51,13 @@ def write_stack(tmp_path: Path, stack: str, config: Mapping[str, Any]) -> Path:
 
 
 def variant(base: str, changes: Mapping[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A committed stack's config with top-level keys replaced or removed."""
+    """A committed stack's config with top-level keys replaced or removed (dropped, or given
+    as None)."""
     config = dict(stack_data(base)["config"])
     for key in drop:
         config.pop(key, None)
     config.update(changes)
-    return config
+    return {k: v for k, v in config.items() if v is not None}
 
 
 def run_stack(

@@ -29,7 +29,7 @@ class Variant:
     policy: str
     """The mandatory policy that must block it."""
     config: dict[str, Any] = field(default_factory=dict)
-    """Top-level stack keys replaced."""
+    """Top-level stack keys replaced (None: removed)."""
     program: str = ""
     """Python appended to __main__.py (names of __main__ in scope)."""
     reservation_stops_it: bool = False
@@ -41,7 +41,7 @@ class Variant:
         """The variant's full stack config."""
         config = dict(stack_data(self.base)["config"])
         config.update(self.config)
-        return config
+        return {k: v for k, v in config.items() if v is not None}
 
     def main_py(self, original: str) -> str:
         """__main__.py of the variant."""
@@ -80,11 +80,12 @@ VARIANTS: tuple[Variant, ...] = (
         reservation_stops_it=True,
     ),
     Variant(
-        # The queue off on b200: the RayCluster and the GPU gates take GPUs with no queue.
+        # The queue off on b200: the RayCluster and the GPU gates take GPUs with no queue (and
+        # no scheduled health checks, which run only through the queue).
         "gpu-work-outside-the-queue",
         "b200",
         "gpu-workloads-queued",
-        config={"nemo-rl-gke:kueue": {"enabled": False}},
+        config={"nemo-rl-gke:kueue": {"enabled": False}, "nemo-rl-gke:health": None},
     ),
     Variant(
         "unprotected-lustre",

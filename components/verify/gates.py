@@ -183,7 +183,7 @@ class PlatformVerification(pulumi.ComponentResource):
                         "nemo-rl-gke/fingerprint": plan.fingerprint,
                     },
                 },
-                spec=self._job_spec(args, plan, scripts.metadata.name),
+                spec=gate_job_spec(args, plan, scripts.metadata.name),
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     depends_on=[*previous, *service],
@@ -199,137 +199,134 @@ class PlatformVerification(pulumi.ComponentResource):
         self.jobs = pulumi.Output.all(**names).apply(lambda found: dict(found))
         self.register_outputs({"jobs": self.jobs})
 
-    @staticmethod
-    def _job_spec(
-        args: VerificationArgs, plan: GatePlan, scripts: pulumi.Output[str]
-    ) -> dict[str, Any]:
-        parts = gpu_pod_parts(args.rdma if plan.worker_shaped else None)
-        annotations: dict[str, Any] = dict(parts.annotations)
-        mounts: list[dict[str, Any]] = [
-            {"name": "gates", "mountPath": GATE_MOUNT, "readOnly": True},
-            *parts.mounts,
-        ]
-        volumes: list[dict[str, Any]] = [
-            {"name": "gates", "configMap": {"name": scripts}},
-            *parts.volumes,
-        ]
-        env: list[dict[str, Any]] = [
-            {"name": "GATE_NAME", "value": plan.gate},
-            {"name": "GATE_JOB", "value": plan.job_name},
-            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+
+def gate_job_spec(
+    args: VerificationArgs, plan: GatePlan, scripts: pulumi.Input[str]
+) -> dict[str, Any]:
+    """The Job spec of one gate (the scheduled health checks start from it too)."""
+    parts = gpu_pod_parts(args.rdma if plan.worker_shaped else None)
+    annotations: dict[str, Any] = dict(parts.annotations)
+    mounts: list[dict[str, Any]] = [
+        {"name": "gates", "mountPath": GATE_MOUNT, "readOnly": True},
+        *parts.mounts,
+    ]
+    volumes: list[dict[str, Any]] = [
+        {"name": "gates", "configMap": {"name": scripts}},
+        *parts.volumes,
+    ]
+    env: list[dict[str, Any]] = [
+        {"name": "GATE_NAME", "value": plan.gate},
+        {"name": "GATE_JOB", "value": plan.job_name},
+        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        {
+            "name": "POD_NAMESPACE",
+            "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+        },
+        *[{"name": k, "value": v} for k, v in plan.env.items()],
+    ]
+    resources: dict[str, str] = {"cpu": "8", "memory": "32Gi"}
+    pod: dict[str, Any] = {}
+    # rdma and nccl run as the Ray workers do (root: sshd, ldconfig of the host's driver).
+    security: dict[str, Any] = GPU_CONTAINER_SECURITY
+    if not plan.worker_shaped:
+        security = {**MEASURE_SECURITY, **(NON_ROOT if plan.gate == "gpu-health" else {})}
+        mounts.append({"name": "tmp", "mountPath": "/tmp"})  # the pod's own /tmp
+        volumes.append({"name": "tmp", "emptyDir": {}})
+    if plan.gpus:
+        resources["nvidia.com/gpu"] = str(plan.gpus)
+    if plan.gate == "gpu-health":
+        # nvidia-smi and its library from the host's driver folder, as Google's pods do.
+        mounts.append({"name": "nvidia", "mountPath": NVIDIA_DIR, "readOnly": True})
+        volumes.append({"name": "nvidia", "hostPath": {"path": "/home/kubernetes/bin/nvidia"}})
+        env.append({"name": "LD_LIBRARY_PATH", "value": f"{NVIDIA_DIR}/lib64"})
+    if plan.peers:
+        pod["subdomain"] = plan.job_name
+        env.append(
             {
-                "name": "POD_NAMESPACE",
-                "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
-            },
-            *[{"name": k, "value": v} for k, v in plan.env.items()],
-        ]
-        resources: dict[str, str] = {"cpu": "8", "memory": "32Gi"}
-        pod: dict[str, Any] = {}
-        # rdma and nccl run as the Ray workers do (root: sshd, ldconfig of the host's driver).
-        security: dict[str, Any] = GPU_CONTAINER_SECURITY
-        if not plan.worker_shaped:
-            security = {**MEASURE_SECURITY, **(NON_ROOT if plan.gate == "gpu-health" else {})}
-            mounts.append({"name": "tmp", "mountPath": "/tmp"})  # the pod's own /tmp
-            volumes.append({"name": "tmp", "emptyDir": {}})
-        if plan.gpus:
-            resources["nvidia.com/gpu"] = str(plan.gpus)
-        if plan.gate == "gpu-health":
-            # nvidia-smi and its library from the host's driver folder, as Google's pods do.
-            mounts.append({"name": "nvidia", "mountPath": NVIDIA_DIR, "readOnly": True})
-            volumes.append({"name": "nvidia", "hostPath": {"path": "/home/kubernetes/bin/nvidia"}})
-            env.append({"name": "LD_LIBRARY_PATH", "value": f"{NVIDIA_DIR}/lib64"})
-        if plan.peers:
-            pod["subdomain"] = plan.job_name
-            env.append(
-                {
-                    "name": "GATE_DOMAIN",
-                    "value": f"{plan.job_name}.$(POD_NAMESPACE).svc.cluster.local",
-                }
-            )
-        if parts.pod_claims is not None:
-            pod["resourceClaims"] = parts.pod_claims  # the RDMA NICs, under DRANET
-        if plan.worker_shaped:
-            # NCCL exchanges through /dev/shm; the container default of 64 MiB is far too small.
-            mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
-            volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}})
-            resources["memory"] = "96Gi"
-        if plan.gate == "storage":
-            mounts.append({"name": "data", "mountPath": DATA_DIR})
-            volumes.append(
-                {"name": "data", "persistentVolumeClaim": {"claimName": args.data_claim}}
-            )
-            if args.data_is_gcsfuse:
-                annotations[GCSFUSE_ANNOTATION] = "true"
-            env += [
-                {"name": "GATE_DATA", "value": GATE_DATA},
-                {
-                    # The Job's UID: one scratch folder per run of the Job.
-                    "name": "GATE_RUN_ID",
-                    "valueFrom": {
-                        "fieldRef": {
-                            "fieldPath": "metadata.labels['batch.kubernetes.io/controller-uid']"
-                        }
-                    },
-                },
-            ]
-            # No GPU to spread the pods: one per node by anti-affinity.
-            pod["affinity"] = {
-                "podAntiAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": [
-                        {
-                            "labelSelector": {"matchLabels": {"job-name": plan.job_name}},
-                            "topologyKey": "kubernetes.io/hostname",
-                        }
-                    ]
-                }
+                "name": "GATE_DOMAIN",
+                "value": f"{plan.job_name}.$(POD_NAMESPACE).svc.cluster.local",
             }
-        return {
-            "completion_mode": "Indexed",
-            "completions": plan.nodes,
-            "parallelism": plan.nodes,
-            # One failed pod fails the gate at once (pulumi-kubernetes stops waiting on
-            # BackoffLimitExceeded); a hung gate ends at its deadline (DeadlineExceeded).
-            "backoff_limit": 0,
-            "active_deadline_seconds": plan.timeout_seconds,
-            "template": {
-                "metadata": {
-                    "labels": {GATE_LABEL: plan.gate},
-                    "annotations": annotations,
-                },
-                "spec": {
-                    "restart_policy": "Never",
-                    "service_account_name": args.service_account,
-                    "automount_service_account_token": False,
-                    "security_context": {"seccomp_profile": {"type": "RuntimeDefault"}},
-                    "node_selector": args.node_selector,
-                    "tolerations": args.tolerations,
-                    **({"priority_class_name": args.priority_class} if args.priority_class else {}),
-                    **pod,
-                    "init_containers": [verdict_holder(plan.image)],
-                    "containers": [
-                        {
-                            "name": "gate",
-                            "image": plan.image,
-                            "command": [plan.interpreter, f"{GATE_MOUNT}/{plan.script}"],
-                            "env": env,
-                            "resources": {
-                                "requests": resources,
-                                "limits": resources,
-                                **(
-                                    {"claims": parts.container_claims}
-                                    if parts.container_claims
-                                    else {}
-                                ),
-                            },
-                            "volume_mounts": mounts,
-                            # Tags are pinned (planning.versions); Always re-checks the tag's
-                            # digest on every run, the layers stay cached on the node.
-                            "image_pull_policy": "Always",
-                            "security_context": security,
-                            "termination_message_path": "/dev/termination-log",
-                        }
-                    ],
-                    "volumes": volumes,
+        )
+    if parts.pod_claims is not None:
+        pod["resourceClaims"] = parts.pod_claims  # the RDMA NICs, under DRANET
+    if plan.worker_shaped:
+        # NCCL exchanges through /dev/shm; the container default of 64 MiB is far too small.
+        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}})
+        resources["memory"] = "96Gi"
+    if plan.gate == "storage":
+        mounts.append({"name": "data", "mountPath": DATA_DIR})
+        volumes.append({"name": "data", "persistentVolumeClaim": {"claimName": args.data_claim}})
+        if args.data_is_gcsfuse:
+            annotations[GCSFUSE_ANNOTATION] = "true"
+        env += [
+            {"name": "GATE_DATA", "value": GATE_DATA},
+            {
+                # The Job's UID: one scratch folder per run of the Job.
+                "name": "GATE_RUN_ID",
+                "valueFrom": {
+                    "fieldRef": {
+                        "fieldPath": "metadata.labels['batch.kubernetes.io/controller-uid']"
+                    }
                 },
             },
+        ]
+        # No GPU to spread the pods: one per node by anti-affinity.
+        pod["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"job-name": plan.job_name}},
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            }
         }
+    return {
+        "completion_mode": "Indexed",
+        "completions": plan.nodes,
+        "parallelism": plan.nodes,
+        # One failed pod fails the gate at once (pulumi-kubernetes stops waiting on
+        # BackoffLimitExceeded); a hung gate ends at its deadline (DeadlineExceeded).
+        "backoff_limit": 0,
+        "active_deadline_seconds": plan.timeout_seconds,
+        "template": {
+            "metadata": {
+                "labels": {GATE_LABEL: plan.gate},
+                "annotations": annotations,
+            },
+            "spec": {
+                "restart_policy": "Never",
+                "service_account_name": args.service_account,
+                "automount_service_account_token": False,
+                "security_context": {"seccomp_profile": {"type": "RuntimeDefault"}},
+                "node_selector": args.node_selector,
+                "tolerations": args.tolerations,
+                **({"priority_class_name": args.priority_class} if args.priority_class else {}),
+                **pod,
+                "init_containers": [verdict_holder(plan.image)],
+                "containers": [
+                    {
+                        "name": "gate",
+                        "image": plan.image,
+                        "command": [plan.interpreter, f"{GATE_MOUNT}/{plan.script}"],
+                        "env": env,
+                        "resources": {
+                            "requests": resources,
+                            "limits": resources,
+                            **(
+                                {"claims": parts.container_claims} if parts.container_claims else {}
+                            ),
+                        },
+                        "volume_mounts": mounts,
+                        # Tags are pinned (planning.versions); Always re-checks the tag's
+                        # digest on every run, the layers stay cached on the node.
+                        "image_pull_policy": "Always",
+                        "security_context": security,
+                        "termination_message_path": "/dev/termination-log",
+                    }
+                ],
+                "volumes": volumes,
+            },
+        },
+    }

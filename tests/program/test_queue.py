@@ -108,6 +108,8 @@ def test_manager_config_manages_ray_only_in_the_workload_namespace() -> None:
     config = yaml.safe_load(manager_config("nemo-rl"))
     assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
     assert config["integrations"]["frameworks"] == ["ray.io/rayjob", "ray.io/raycluster"]
+    jobs = yaml.safe_load(manager_config("nemo-rl", batch_jobs=True))["integrations"]
+    assert jobs["frameworks"] == ["ray.io/rayjob", "ray.io/raycluster", "batch/job"]
     assert "pod" not in config["integrations"]["frameworks"]
     assert config["managedJobsNamespaceSelector"] == {
         "matchLabels": {"kubernetes.io/metadata.name": "nemo-rl"}
@@ -168,7 +170,9 @@ def test_an_unknown_system_machine_type_exits_when_the_queue_sizes_it() -> None:
     cluster = {"systemPool": {"machineType": "m3-megamem-64x"}}
     err = invalid("b200", cluster=cluster)
     assert err.key == "nemo-rl-gke:cluster.systemPool.machineType"
-    load_stack_config(values("b200", cluster=cluster, kueue={"enabled": False}), "b200")
+    queue_off = values("b200", cluster=cluster, kueue={"enabled": False})
+    queue_off.pop("nemo-rl-gke:health")  # the scheduled checks run only through the queue
+    load_stack_config(queue_off, "b200")
 
 
 def test_a_local_chart_of_another_version_exits(tmp_path: Path) -> None:
@@ -250,7 +254,9 @@ def test_dev_has_no_queue(dev: Result) -> None:
     assert cluster["spec"]["enableInTreeAutoscaling"] is True
 
 
-def test_the_release_is_the_pinned_chart_with_ray_only_frameworks(b200: Result) -> None:
+def test_the_release_is_the_pinned_chart_with_ray_and_queued_job_frameworks(
+    b200: Result,
+) -> None:
     release = by_name(b200)["kueue-release"].inputs
     assert release["chart"] == "oci://registry.k8s.io/kueue/charts/kueue"
     assert release["version"] == "0.19.2"
@@ -263,7 +269,14 @@ def test_the_release_is_the_pinned_chart_with_ray_only_frameworks(b200: Result) 
     }
     assert values_["controllerManager"]["nodeSelector"] == {"nemo-rl-gke/pool": "system"}
     config = yaml.safe_load(values_["managerConfig"]["controllerManagerConfigYaml"])
-    assert config["integrations"]["frameworks"] == ["ray.io/rayjob", "ray.io/raycluster"]
+    # batch/job for the scheduled health checks; a Job without the queue's label (a gate) is
+    # left alone.
+    assert config["integrations"]["frameworks"] == [
+        "ray.io/rayjob",
+        "ray.io/raycluster",
+        "batch/job",
+    ]
+    assert not config.get("manageJobsWithoutQueueName", False)
 
 
 def depends(result: Result, name: str, target: str, seen: set[str] | None = None) -> bool:

@@ -163,6 +163,39 @@ dev): a preempted node fails the run, KubeRay runs it again on a new cluster and
 from the newest checkpoint in the run's folder. Three covers a bad hour on Spot without looping
 forever on a run that fails for its own reasons."""
 
+KEEP_FAILED_HEAD_MINUTES = 24 * 60
+"""How long the head of a failed run's own cluster stays (its dashboard, the job's driver log,
+Ray's logs of every process in the head's session folder) before KubeRay deletes the cluster:
+a day to look, while the GPU workers go at once."""
+SUCCEEDED_CLUSTER_TTL_SECONDS = 60
+"""A run that succeeded gives its whole cluster back a minute after it ends."""
+
+
+def deletion_rules(keep_failed_seconds: int) -> list[dict[str, Any]]:
+    """KubeRay's deletionRules (RayJobDeletionPolicy, beta and on since KubeRay 1.6) of a RayJob
+    that brings its own cluster outside the queue: on success the cluster goes after a minute;
+    on failure (the Ray job failed, or the RayJob did: a start deadline, a submission that
+    failed) the GPU workers go at once and the head stays `keep_failed_seconds` for a
+    post-mortem. KubeRay requires the TTLs to grow from workers to cluster, and refuses these
+    rules with shutdownAfterJobFinishes, with a clusterSelector, or DeleteWorkers with
+    autoscaling (ray-operator/controllers/ray/utils/validation.go)."""
+    failed: list[dict[str, str]] = [{"jobStatus": "FAILED"}, {"jobDeploymentStatus": "Failed"}]
+    rules: list[dict[str, Any]] = [
+        {
+            "policy": "DeleteCluster",
+            "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": SUCCEEDED_CLUSTER_TTL_SECONDS},
+        }
+    ]
+    for condition in failed:
+        rules.append({"policy": "DeleteWorkers", "condition": {**condition, "ttlSeconds": 0}})
+        rules.append(
+            {
+                "policy": "DeleteCluster",
+                "condition": {**condition, "ttlSeconds": keep_failed_seconds},
+            }
+        )
+    return rules
+
 
 @dataclass(frozen=True)
 class GrpoRun:

@@ -10,7 +10,7 @@ import pulumi
 from components.ray.operator import KubeRayOperator, KubeRayOperatorArgs
 from components.ray.workload import RayJobPlan, RayWorkload, RayWorkloadArgs
 from planning.job_nccl import plan_job_nccl
-from planning.ray import GrpoRun, grpo_entrypoint, worker_size
+from planning.ray import KEEP_FAILED_HEAD_MINUTES, GrpoRun, grpo_entrypoint, worker_size
 from planning.verify import plan_smoke, smoke_script
 from planning.versions import VERSIONS
 from program.cluster import Gke
@@ -19,6 +19,15 @@ from program.rdma import Rdma
 from program.storage import Volumes
 from program.verify import verify_inputs
 from stack_config import StackConfig
+from stack_config.ray import keeps_failed_head
+
+
+def keep_failed_seconds(cfg: StackConfig) -> int | None:
+    """How long a failed run keeps its own cluster's head; None where the RayJob cannot."""
+    if not keeps_failed_head(cfg.ray, cfg.gpu, cfg.queue_enabled):
+        return None
+    minutes = cfg.ray.job.keep_failed_head_minutes
+    return (KEEP_FAILED_HEAD_MINUTES if minutes is None else minutes) * 60
 
 
 @dataclass(frozen=True)
@@ -145,6 +154,7 @@ def build_ray(
             after=[*after, *(queue.ready if queue is not None else [])],
             queue=queue.placement if queue is not None else None,
             avoid_maintenance=cfg.ray.avoid_maintenance,
+            keep_failed_seconds=keep_failed_seconds(cfg),
             queued_run=queued_run,
             operator_namespace=operator_args.namespace if operator_args is not None else None,
         ),

@@ -95,6 +95,15 @@ class JobConfig(ConfigModel):
         " preRunningDeadlineSeconds): a job whose workers never come up (no capacity, an image"
         " that does not pull) fails with PreRunningDeadlineExceeded instead of holding nodes.",
     )
+    keep_failed_head_minutes: int | None = Field(
+        None,
+        ge=0,
+        le=7 * 24 * 60,
+        description="Minutes the head of a failed run's own cluster stays for a post-mortem"
+        " (its dashboard and Ray's logs) while the GPU workers go at once (KubeRay"
+        " deletionRules; default 1440). Only for a run that brings its own cluster outside the"
+        " queue, with the Helm operator.",
+    )
     wandb: bool = Field(False, description="Log to Weights & Biases (needs wandbApiKey).")
     wandb_project: Annotated[str, AfterValidator(hydra_word)] = Field(
         "nemo-rl-gke",
@@ -289,6 +298,46 @@ def head_fits_problems(ray: RayConfig, system_machine_type: str) -> Iterator[Con
                 f"set ray.head.{key} to at most {int(left // scale)}, or a larger"
                 " cluster.systemPool.machineType",
             )
+
+
+def keeps_failed_head(ray: RayConfig, gpu: GpuConfig, queue_on: bool) -> bool:
+    """Whether the run's RayJob keeps a failed run's head (KubeRay deletionRules): it brings
+    its own cluster (a pool that scales from zero), outside the queue (KubeRay suspends, so
+    Kueue can queue, only a RayJob that shuts its cluster down when it ends, which excludes
+    deletionRules), with the pinned Helm operator (GKE's managed one is not pinned, and the
+    rules need KubeRay 1.6 or later with RayJobDeletionPolicy on)."""
+    return (
+        ray.job.enabled and gpu.autoscaling is not None and not queue_on and ray.operator == "helm"
+    )
+
+
+def keep_failed_problems(ray: RayConfig, gpu: GpuConfig, queue_on: bool) -> Iterator[ConfigProblem]:
+    """ray.job.keepFailedHeadMinutes where no head would be kept. Paths relative to the stack."""
+    if ray.job.keep_failed_head_minutes is None or keeps_failed_head(ray, gpu, queue_on):
+        return
+    path = ("ray", "job", "keepFailedHeadMinutes")
+    if not ray.job.enabled:
+        why, fix = "no RayJob is created (ray.job.enabled is false)", "remove it"
+    elif gpu.autoscaling is None:
+        why = (
+            "the run uses the stack's RayCluster, whose head stays after a failure anyway (the"
+            " job's logs with it)"
+        )
+        fix = "remove it"
+    elif queue_on:
+        why = (
+            "a queued run must shut its own cluster down when it ends (KubeRay suspends, and so"
+            " Kueue queues, only such a RayJob, and those take no deletionRules); its driver log"
+            " stays in the run's folder"
+        )
+        fix = "remove it, or set kueue.enabled: false"
+    else:
+        why = (
+            "GKE's managed Ray operator is not pinned here, and deletionRules need KubeRay 1.6 or"
+            " later with RayJobDeletionPolicy on"
+        )
+        fix = "remove it, or set ray.operator: helm (the pinned KubeRay)"
+    yield ConfigProblem(path, f"{why}: it would do nothing", f"{fix}")
 
 
 def unused_chart_problems(ray: RayConfig) -> Iterator[ConfigProblem]:

@@ -230,6 +230,7 @@ class StackConfig(ConfigModel):
         yield from unused_queue_key_problems(self.kueue, self.gpu)
         yield from health_problems(self.health, self.gpu, self.queue_enabled)
         yield from ray_job.unused_chart_problems(self.ray)
+        yield from ray_job.keep_failed_problems(self.ray, self.gpu, self.queue_enabled)
         yield from gates.timeout_problems(self.verify)
         yield from admits_own_workload_problems(
             self.kueue,

@@ -25,11 +25,13 @@ from planning.ray import (
     GIB_RESOURCE,
     HF_HOME,
     OWN_CLUSTER_RETRIES,
+    SUCCEEDED_CLUSTER_TTL_SECONDS,
     TOKENS_DIR,
     WANDB_NETRC,
     PodSize,
     dashboard_ingress,
     dashboard_token_command,
+    deletion_rules,
     numa_affinity_setup,
     port_forward_command,
     wandb_netrc,
@@ -97,6 +99,9 @@ class RayWorkloadArgs:
     max_replicas: int
     data_claim: pulumi.Input[str]
     """PVC mounted at /data (Lustre in production, the GCS FUSE bucket on dev)."""
+    keep_failed_seconds: int | None = None
+    """How long a failed run's own cluster keeps its head (KubeRay deletionRules); None: the
+    cluster goes when the run ends, however it ended."""
     data_is_gcsfuse: bool
     """GCS FUSE volumes need the sidecar annotation on every pod that mounts them."""
     rdma: RdmaWiring | None
@@ -317,9 +322,17 @@ class RayWorkload(pulumi.ComponentResource):
                     job_spec["rayClusterSpec"], args.queue
                 )
                 job_labels.update(args.queue.labels)
-            # The pool goes back to zero when the run ends: KubeRay deletes the cluster.
-            job_spec["shutdownAfterJobFinishes"] = True
-            job_spec["ttlSecondsAfterFinished"] = 60
+            if args.keep_failed_seconds is not None and args.queue is None:
+                # The pool goes back to zero when the run ends; a failed run keeps its head
+                # (dashboard, Ray's logs) for a post-mortem while its GPU workers go at once.
+                job_spec["deletionStrategy"] = {
+                    "deletionRules": deletion_rules(args.keep_failed_seconds)
+                }
+            else:
+                # The pool goes back to zero when the run ends: KubeRay deletes the cluster
+                # (a queued RayJob must: KubeRay suspends only such a RayJob).
+                job_spec["shutdownAfterJobFinishes"] = True
+                job_spec["ttlSecondsAfterFinished"] = SUCCEEDED_CLUSTER_TTL_SECONDS
             # A Spot node taken away fails the run; KubeRay then runs it again on a new
             # cluster, and NeMo RL resumes from the newest checkpoint in the run's folder.
             # (KubeRay refuses backoffLimit with clusterSelector: the stack's RayCluster.)

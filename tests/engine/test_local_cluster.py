@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 import time
@@ -31,6 +32,17 @@ from typing import Any
 import pytest
 import yaml
 
+from planning.health import (
+    CHECK_LABEL,
+    HEALTH_ACCOUNT,
+    metric_label,
+    report_script_path,
+    result_label,
+    taint_key,
+    time_label,
+    value_label,
+)
+from planning.queue import QUEUE_LABEL
 from planning.ray import IMAGE_CUDA
 from planning.verify import GATE_ORDER
 from preflight import changes as preflight_changes
@@ -44,6 +56,7 @@ from testbed.gate_pods import SCENARIO_FILE
 from testbed.gate_standins import Scenario
 from testbed.gcp_standin.invokes import DEFAULT_FIXTURES
 from testbed.gobuild import cache_root
+from testbed.pki import Pki
 from testbed.processes import Processes
 from testbed.ray_pods import processes_naming
 from tests.day2 import IN_PLACE, REPLACING, Case
@@ -55,6 +68,9 @@ from tests.engine.realcli import (
     make_workspace,
     run_in_own_group,
 )
+from tests.health.test_health_config import ACCEPTED as ACCEPTED_SCHEDULES
+from tests.health.test_health_config import NEVER as NEVER_FIRES
+from tests.health.test_health_config import REFUSED as REFUSED_SCHEDULES
 
 ROOT = local_cluster.ROOT
 
@@ -1301,6 +1317,274 @@ def test_queued_runs_wait_for_gpus_and_topology(b200: str) -> None:
     )
 
 
+def test_the_api_server_reads_a_schedule_as_preflight_does(b200: str) -> None:
+    """Every schedule of the health config's tests, sent to the real API server (server-side
+    dry run of a CronJob with a time zone, as the stack creates them): it takes what preflight
+    takes and refuses what preflight refuses; the schedules preflight refuses beyond the API
+    server (ones that never fire, periods that are not positive) are taken by it."""
+    cluster = local_cluster.load()
+    assert cluster is not None
+
+    def server_takes(schedule: str) -> bool:
+        manifest = {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": {"name": "schedule-probe", "namespace": "nemo-rl"},
+            "spec": {
+                "schedule": schedule,
+                "timeZone": "Etc/UTC",
+                "jobTemplate": {
+                    "spec": {
+                        "template": {
+                            "spec": {
+                                "restartPolicy": "Never",
+                                "containers": [{"name": "c", "image": "busybox"}],
+                            }
+                        }
+                    }
+                },
+            },
+        }
+        proc = subprocess.run(
+            [cluster.binary("kubectl"), "--kubeconfig", str(local_cluster.KUBECONFIG),
+             "create", "--dry-run=server", "-f", "-"],
+            input=json.dumps(manifest), capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        return proc.returncode == 0
+
+    disagree = [s for s in ACCEPTED_SCHEDULES if not server_takes(s)]
+    disagree += [s for s, _ in REFUSED_SCHEDULES if server_takes(s)]
+    assert disagree == [], disagree
+    for schedule in (*NEVER_FIRES, "@every -5m"):
+        assert server_takes(schedule), schedule
+
+
+def health_checks() -> dict[str, dict[str, Any]]:
+    return {c["metadata"]["name"]: c for c in items("cronjobs", "-n", "nemo-rl", "-l", CHECK_LABEL)}
+
+
+def job_pods(job: str) -> list[dict[str, Any]]:
+    return items("pods", "-n", "nemo-rl", "-l", f"batch.kubernetes.io/job-name={job}")
+
+
+def run_reporter(check: str, job: str, node: str, results: str, status: int, tmp: Path) -> Any:
+    """verify/gates/health_report.py as the check pod's reporter runs it, here, with a real
+    token of the reporter's account (its RBAC and the admission policy apply to it)."""
+    cluster = local_cluster.load()
+    assert cluster is not None
+    report = tmp / "report"
+    report.mkdir(parents=True, exist_ok=True)
+    (report / "gate-results").write_text(results, encoding="utf-8")
+    (report / "status").write_text(f"{status}\n", encoding="utf-8")
+    token = local_cluster.kubectl(
+        cluster, "create", "token", HEALTH_ACCOUNT, "-n", "nemo-rl", "--duration", "10m"
+    )
+    (tmp / "token").write_text(token.strip(), encoding="utf-8")
+    env = {
+        "PATH": os.environ["PATH"],
+        "CHECK_NAME": check,
+        "CHECK_HEADLINE": "all_gather_avg_busbw",
+        "CHECK_PEERS": "1",
+        "CHECK_JOB": job,
+        "POD_NAMESPACE": "nemo-rl",
+        "NODE_NAME": node,
+        "REPORT_DIR": str(report),
+        "TERMINATION_LOG": str(tmp / "termination-log"),
+        "KUBE_API": f"https://{cluster.endpoint}",
+        "KUBE_TOKEN_FILE": str(tmp / "token"),
+        "KUBE_CA_FILE": str(Pki(ROOT / "pki").ca),
+    }
+    return subprocess.run(
+        [sys.executable, str(report_script_path())],
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def as_reporter(tmp: Path, method: str, path: str, body: Any = None) -> tuple[int, str]:
+    """One API call with the reporter's token (written by run_reporter)."""
+    cluster = local_cluster.load()
+    assert cluster is not None
+    request = urllib.request.Request(
+        f"https://{cluster.endpoint}{path}",
+        data=None if body is None else json.dumps(body).encode(),
+        method=method,
+        headers={
+            "Authorization": f"Bearer {(tmp / 'token').read_text().strip()}",
+            "Content-Type": "application/merge-patch+json",
+        },
+    )
+    context = ssl.create_default_context(cafile=str(Pki(ROOT / "pki").ca))
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=30) as answer:  # noqa: S310
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def test_health_checks_wait_for_free_gpus_and_report_through_the_real_api(
+    b200: str, tmp_path: Path
+) -> None:
+    """The CronJob controller starts a check's Job; Kueue holds it while the RayCluster holds
+    the GPUs (WaitingForQuota, no pod) and admits it once they are freed the README's way; a
+    failing NCCL report labels and taints both nodes of the pair through the reporter's real
+    token, and the admission policy refuses that token anything else; a tainted pair keeps
+    the RayCluster off; the README's command clears the taint."""
+    checks = health_checks()
+    assert sorted(checks) == ["health-gpu-health", "health-nccl", "health-rdma"]
+    assert {c["spec"]["concurrencyPolicy"] for c in checks.values()} == {"Forbid"}
+    # A copy of the GPU-health check firing every minute: the CronJob controller makes its Job.
+    now = json.loads(json.dumps(checks["health-gpu-health"]))
+    now["metadata"] = {
+        "name": "health-now",
+        "namespace": "nemo-rl",
+        "labels": now["metadata"]["labels"],
+    }
+    now["spec"]["schedule"] = "* * * * *"
+    now.pop("status", None)
+    cluster = local_cluster.load()
+    assert cluster is not None
+    ray_workload = workload_of("RayCluster", "nemo-rl")
+    assert ray_workload is not None
+    released = ray_workload["metadata"]["name"]
+    nodes: list[str] = []
+    try:
+        create(now)
+
+        def first_job() -> str:
+            for job in items("jobs", "-n", "nemo-rl", "-l", f"{CHECK_LABEL}=gpu-health"):
+                if any(
+                    o["name"] == "health-now" for o in job["metadata"].get("ownerReferences") or []
+                ):
+                    return str(job["metadata"]["name"])
+            return ""
+
+        wait_until("the CronJob controller to start the check", lambda: first_job() != "", 150)
+        job = first_job()
+        local_cluster.kubectl(
+            cluster, "patch", "cronjob", "health-now", "-n", "nemo-rl", "--type", "merge",
+            "-p", '{"spec":{"suspend":true}}',
+        )  # fmt: skip
+        assert (
+            kube("get", "job", job, "-n", "nemo-rl")["metadata"]["labels"][QUEUE_LABEL] == "nemo-rl"
+        )
+        wait_until(
+            "Kueue to hold the check behind the RayCluster",
+            lambda: (
+                condition(workload_of("Job", job), "QuotaReserved").get("reason")
+                == "WaitingForQuota"
+            ),
+        )
+        assert kube("get", "job", job, "-n", "nemo-rl")["spec"]["suspend"] is True
+        assert job_pods(job) == []
+        # The README's way to free the GPUs for a check: the RayCluster's workload inactive.
+        local_cluster.kubectl(
+            cluster, "patch", "workloads.kueue.x-k8s.io", released, "-n", "nemo-rl",
+            "--type", "merge", "-p", '{"spec":{"active":false}}',
+        )  # fmt: skip
+        wait_until(
+            "the check to be admitted on the freed GPUs",
+            lambda: condition(workload_of("Job", job), "Admitted").get("status") == "True",
+            timeout=300,
+        )
+        wait_until("the check's pods on both GPU nodes", lambda: placed(job_pods(job), 2), 180)
+        assert {p["spec"]["nodeName"] for p in job_pods(job)} == {"b200-gpu-0", "b200-gpu-1"}
+        wait_until(
+            "the check Job to end",
+            lambda: (
+                condition(kube("get", "job", job, "-n", "nemo-rl"), "Complete").get("status")
+                == "True"
+            ),
+            timeout=180,
+        )
+        # The NCCL check, started by hand as the README shows: its pair on the free GPUs.
+        local_cluster.kubectl(
+            cluster, "create", "job", "--from=cronjob/health-nccl", "hc-nccl", "-n", "nemo-rl"
+        )
+        wait_until("the NCCL check's pair", lambda: placed(job_pods("hc-nccl"), 2), 300)
+        pods = sorted(job_pods("hc-nccl"), key=lambda p: p["metadata"]["name"])
+        nodes = sorted(p["spec"]["nodeName"] for p in pods)
+        results = (
+            "RESULT nccl all_gather_network gIB = gIB name PASS 2 nodes\n"
+            "RESULT nccl all_gather_busbw_8GiB 250.00 >= 292.8 GB/s FAIL 2 nodes\n"
+        )
+        reported = run_reporter(
+            "nccl", "hc-nccl", pods[0]["spec"]["nodeName"], results, 1, tmp_path
+        )
+        assert reported.returncode == 1, reported.stdout + reported.stderr
+        assert "failed: all_gather_busbw_8GiB 250.00 GB/s (needs >= 292.8)" in reported.stdout
+        for name in nodes:
+            node = kube("get", "node", name)
+            labels = node["metadata"]["labels"]
+            assert labels[result_label("nccl")] == "fail", labels
+            assert labels[metric_label("nccl")] == "all_gather_busbw_8GiB"
+            assert labels[value_label("nccl")] == "250.00"
+            assert {"key": taint_key("nccl"), "value": "failed", "effect": "NoSchedule"} in (
+                node["spec"].get("taints") or []
+            )
+        # The same token may change nothing else of a node, and nothing but nodes.
+        target = f"/api/v1/nodes/{nodes[0]}"
+        code, text = as_reporter(tmp_path, "PATCH", target, {"metadata": {"labels": {"evil": "1"}}})
+        assert code == 403, text
+        assert "may change only health.nemo-rl-gke/ labels" in text, text
+        code, text = as_reporter(tmp_path, "PATCH", target, {"spec": {"unschedulable": True}})
+        assert (code, "may not change a node's annotations or spec" in text) == (403, True), text
+        code, text = as_reporter(tmp_path, "GET", "/api/v1/namespaces/nemo-rl/secrets")
+        assert code == 403, text
+        # A tainted pair keeps the RayCluster off: back in the queue, Kueue finds no place.
+        kubectl_delete("jobs", job, "hc-nccl")
+        wait_until(
+            "the checks' workloads to go",
+            lambda: workload_of("Job", job) is None and workload_of("Job", "hc-nccl") is None,
+        )
+        local_cluster.kubectl(
+            cluster, "patch", "workloads.kueue.x-k8s.io", released, "-n", "nemo-rl",
+            "--type", "merge", "-p", '{"spec":{"active":true}}',
+        )  # fmt: skip
+
+        def why_not() -> str:
+            reserved = condition(workload_of("RayCluster", "nemo-rl"), "QuotaReserved")
+            return "" if reserved.get("status") != "False" else str(reserved.get("message", ""))
+
+        wait_until(
+            "Kueue to keep the RayCluster off the tainted pair",
+            lambda: "topology" in why_not().lower(),
+            timeout=180,
+        )
+        assert "insufficient unused quota" not in why_not(), why_not()
+        assert condition(workload_of("RayCluster", "nemo-rl"), "Admitted").get("status") != "True"
+        # The README's command clears the taint: the RayCluster comes back.
+        for name in nodes:
+            local_cluster.kubectl(cluster, "taint", "nodes", name, f"{taint_key('nccl')}-")
+    finally:
+        for name in nodes:
+            local_cluster.kubectl(
+                cluster, "taint", "nodes", name, f"{taint_key('nccl')}-", check=False
+            )
+            local_cluster.kubectl(
+                cluster, "label", "nodes", name, f"{result_label('nccl')}-",
+                f"{metric_label('nccl')}-", f"{value_label('nccl')}-", f"{time_label('nccl')}-",
+                check=False,
+            )  # fmt: skip
+        kubectl_delete("cronjobs", "health-now")
+        kubectl_delete(
+            "jobs",
+            "hc-nccl",
+            *[
+                j["metadata"]["name"]
+                for j in items("jobs", "-n", "nemo-rl", "-l", f"{CHECK_LABEL}=gpu-health")
+            ],
+        )
+        local_cluster.kubectl(
+            cluster, "patch", "workloads.kueue.x-k8s.io", released, "-n", "nemo-rl",
+            "--type", "merge", "-p", '{"spec":{"active":true}}', check=False,
+        )  # fmt: skip
+    wait_until(
+        "the RayCluster to be admitted again",
+        lambda: condition(workload_of("RayCluster", "nemo-rl"), "Admitted").get("status") == "True",
+        timeout=300,
+    )
+
+
 def kubectl_delete(kind: str, *names: str) -> None:
     cluster = local_cluster.load()
     assert cluster is not None
@@ -1431,6 +1715,7 @@ def test_dev_runs_its_grpo_job_on_its_own_cluster_and_a_plain_destroy_leaves_no_
         assert worker["rdma_node"] is False
         assert "NCCL_NET" not in worker["nccl"]  # no gIB on L4
         assert (worker["nccl"]["NCCL_SOCKET_IFNAME"], worker["gloo_socket_ifname"]) == ("eth0",) * 2
+    keeps_a_failed_runs_head(job)
 
     apply_an_upgrade_to_dev(env, tmp_path)
 
@@ -1443,6 +1728,56 @@ def test_dev_runs_its_grpo_job_on_its_own_cluster_and_a_plain_destroy_leaves_no_
             and not items("pv")
         ),
     )
+
+
+def keeps_a_failed_runs_head(job: dict[str, Any]) -> None:
+    """The real KubeRay operator takes the run's deletionRules: the succeeded run's cluster
+    goes after a minute; the same RayJob failing (its entrypoint exits 3; the test's own
+    retention of 30 s instead of a day) loses its GPU workers at once and keeps its head
+    until the retention is over."""
+    rules = job["spec"]["deletionStrategy"]["deletionRules"]
+    assert "shutdownAfterJobFinishes" not in job["spec"]
+    cluster = job["status"]["rayClusterName"]
+    wait_until("the succeeded run's cluster to go", lambda: not ray_pods(cluster=cluster), 240)
+    failing = {
+        "apiVersion": job["apiVersion"],
+        "kind": "RayJob",
+        "metadata": {"name": "grpo-fails", "namespace": "nemo-rl"},
+        "spec": {
+            **{k: v for k, v in job["spec"].items() if k not in ("jobId", "suspend")},
+            "entrypoint": "bash -c 'echo failing on purpose; exit 3'",
+            "backoffLimit": 0,
+            "deletionStrategy": {
+                "deletionRules": [
+                    {**r, "condition": {**r["condition"], "ttlSeconds": 30}}
+                    if r["policy"] == "DeleteCluster" and r["condition"]["ttlSeconds"] > 60
+                    else r
+                    for r in rules
+                ]
+            },
+        },
+    }
+    create(failing)
+    try:
+        failed = wait_for_rayjob("grpo-fails")
+        assert failed["status"]["jobStatus"] == "FAILED", json.dumps(failed["status"], indent=1)
+        kept = failed["status"]["rayClusterName"]
+
+        def head_only() -> bool:
+            pods = ray_pods(cluster=kept)
+            return [p["metadata"]["labels"]["ray.io/node-type"] for p in pods] == ["head"]
+
+        wait_until("the failed run's workers to go and its head to stay", head_only, 120)
+        assert kube("get", "rayclusters.ray.io", kept, "-n", "nemo-rl") is not None
+        time.sleep(10)
+        assert head_only(), "the head went before its retention"
+        wait_until(
+            "the failed run's cluster to go after its retention",
+            lambda: not ray_pods(cluster=kept),
+            240,
+        )
+    finally:
+        kubectl_delete("rayjobs.ray.io", "grpo-fails")
 
 
 def apply_an_upgrade_to_dev(env: dict[str, str], tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ from planning.health import (
     time_label,
     value_label,
 )
+from planning.kube import SCHEDULED_MAINTENANCE_LABEL
 from planning.queue import QUEUE_LABEL
 from planning.ray import IMAGE_CUDA
 from planning.verify import GATE_ORDER
@@ -1574,6 +1575,66 @@ def test_health_checks_wait_for_free_gpus_and_report_through_the_real_api(
                 for j in items("jobs", "-n", "nemo-rl", "-l", f"{CHECK_LABEL}=gpu-health")
             ],
         )
+        local_cluster.kubectl(
+            cluster, "patch", "workloads.kueue.x-k8s.io", released, "-n", "nemo-rl",
+            "--type", "merge", "-p", '{"spec":{"active":true}}', check=False,
+        )  # fmt: skip
+    wait_until(
+        "the RayCluster to be admitted again",
+        lambda: condition(workload_of("RayCluster", "nemo-rl"), "Admitted").get("status") == "True",
+        timeout=300,
+    )
+
+
+def test_a_queued_run_waits_for_a_node_with_host_maintenance_scheduled(b200: str) -> None:
+    """GKE's scheduled-maintenance label on one of the two GPU nodes: a two-node queued run is
+    not admitted (Kueue's topology placement honours the workers' required node affinity) and
+    has no pod; once the label goes (maintenance done), the run is admitted and placed."""
+    env = environ()
+    exported = json.loads(must(pulumi(b200, "stack", "output", "--json", env=env)).stdout)
+    template = json.loads(exported["grpoQueuedRunManifest"])
+    cluster = local_cluster.load()
+    assert cluster is not None
+    ray_workload = workload_of("RayCluster", "nemo-rl")
+    assert ray_workload is not None
+    released = ray_workload["metadata"]["name"]
+    epoch = str(int(time.time()) + 3600)
+    try:
+        # The README's way to free the GPUs: the stack's RayCluster's workload inactive.
+        local_cluster.kubectl(
+            cluster, "patch", "workloads.kueue.x-k8s.io", released, "-n", "nemo-rl",
+            "--type", "merge", "-p", '{"spec":{"active":false}}',
+        )  # fmt: skip
+        wait_until("the RayCluster's workers to go", lambda: not run_pods("nemo-rl"), 180)
+        local_cluster.kubectl(
+            cluster, "label", "node", "b200-gpu-1", "--overwrite",
+            f"{SCHEDULED_MAINTENANCE_LABEL}={epoch}",
+        )  # fmt: skip
+        create(queued_run(template, "run-m", entrypoint="sleep 900"))
+
+        def why_not() -> str:
+            reserved = condition(workload_of("RayJob", "run-m"), "QuotaReserved")
+            return "" if reserved.get("status") != "False" else str(reserved.get("message", ""))
+
+        wait_until(
+            "Kueue to keep run M off the node about to go", lambda: "topology" in why_not().lower()
+        )
+        assert "insufficient unused quota" not in why_not(), why_not()
+        assert run_pods("run-m") == []
+        local_cluster.kubectl(
+            cluster, "label", "node", "b200-gpu-1", f"{SCHEDULED_MAINTENANCE_LABEL}-"
+        )
+        wait_until(
+            "run M to be placed once the maintenance is over",
+            lambda: placed(run_pods("run-m"), 2),
+            300,
+        )
+    finally:
+        local_cluster.kubectl(
+            cluster, "label", "node", "b200-gpu-1", f"{SCHEDULED_MAINTENANCE_LABEL}-", check=False
+        )
+        kubectl_delete("rayjobs.ray.io", "run-m")
+        wait_until("run M's workload to go", lambda: workload_of("RayJob", "run-m") is None)
         local_cluster.kubectl(
             cluster, "patch", "workloads.kueue.x-k8s.io", released, "-n", "nemo-rl",
             "--type", "merge", "-p", '{"spec":{"active":true}}', check=False,

@@ -72,7 +72,7 @@ engine-down: .venv/.synced
 
 # Tests against the real engine (tests/engine); a missing engine fails instead of skipping.
 engine-test: engine local-cluster-build
-	NEMO_RL_GKE_REQUIRE_ENGINE=1 $(RUN) pytest -m engine tests/engine
+	NEMO_RL_GKE_REQUIRE_ENGINE=1 $(RUN) pytest -m engine tests/engine --durations=30
 
 # checkov's Kubernetes checks over every stack's rendered objects, with the reviewed skips of
 # tools/checkov/skips.yaml; checkov lives in a virtualenv of its own (its pins clash with ours).

@@ -562,7 +562,11 @@ def test_a_day2_change_plans_exactly_what_the_table_says(
     )
     assert preflight_changes.replaced_names(offline) == replaced
     updated = {s.name for s in events.steps if s.op == "update"} - {"gke-k8s"}
-    assert {p.resource.name for p in offline.of("update")} == updated
+    # Offline, a Helm release whose inputs differ is a "change" (the provider decides how; it
+    # updates a release in place): the Kueue release under network.rdma, whose configuration
+    # maps the DRANET device class.
+    offline_updates = {p.resource.name for p in (*offline.of("update"), *offline.of("change"))}
+    assert offline_updates - {"gke-k8s"} == updated
 
 
 def test_a_protected_stack_refuses_a_change_that_recreates_the_gpu_pool(
@@ -1074,6 +1078,11 @@ def test_an_unchanged_up_runs_no_gate_again_and_applies_only_the_reviewed_plan(
 SUBBLOCK = "cloud.google.com/gce-topology-subblock"
 
 
+QUOTA_WAIT_ON_TAS = "NoMatchingFlavor"
+"""Kueue 0.19.2's reason for a workload that waits for GPUs another one holds, on a TAS flavor
+(measured: test_queued_runs_wait_for_gpus_and_topology)."""
+
+
 def workloads() -> list[dict[str, Any]]:
     return items("workloads.kueue.x-k8s.io", "-n", "nemo-rl")
 
@@ -1244,9 +1253,12 @@ def test_queued_runs_wait_for_gpus_and_topology(b200: str) -> None:
             lambda: "insufficient unused quota for nvidia.com/gpu" in refused("run-b"),
         )
         # With UnadmittedWorkloadsObservability on, the reason is Kueue's own, not Pending, and
-        # the stack's queueStatusCommand lists it beside the run.
+        # the stack's queueStatusCommand lists it beside the run. On a TAS flavor Kueue 0.19.2
+        # says NoMatchingFlavor, not WaitingForQuota, for a run that waits for GPUs another run
+        # holds: its flavor assigner marks every flavor that does not fit as no match
+        # (pkg/scheduler/flavorassigner/flavorassigner.go), and the message says why.
         reason = condition(workload_of("RayJob", "run-b"), "QuotaReserved")["reason"]
-        assert reason == "WaitingForQuota", reason
+        assert reason == QUOTA_WAIT_ON_TAS, reason
         command = must(pulumi(b200, "stack", "output", "queueStatusCommand")).stdout.strip()
         listing = subprocess.run(
             ["bash", "-c", command.split(" && ")[0]],
@@ -1255,7 +1267,8 @@ def test_queued_runs_wait_for_gpus_and_topology(b200: str) -> None:
         )  # fmt: skip
         (line,) = [row for row in listing.stdout.splitlines() if row.startswith("run-b ")]
         assert "RayJob" in line, listing.stdout + listing.stderr
-        assert "WaitingForQuota" in line, listing.stdout + listing.stderr
+        assert QUOTA_WAIT_ON_TAS in line, listing.stdout + listing.stderr
+        assert "insufficient unused quota" in line, listing.stdout + listing.stderr
         assert kube("get", "rayjobs.ray.io", "run-b", "-n", "nemo-rl")["spec"]["suspend"] is True
         assert run_pods("run-b", "head") == []
         assert run_pods("run-b") == []
@@ -1426,7 +1439,7 @@ def test_health_checks_wait_for_free_gpus_and_report_through_the_real_api(
     b200: str, tmp_path: Path
 ) -> None:
     """The CronJob controller starts a check's Job; Kueue holds it while the RayCluster holds
-    the GPUs (WaitingForQuota, no pod) and admits it once they are freed the README's way; a
+    the GPUs (insufficient quota, no pod) and admits it once they are freed the README's way; a
     failing NCCL report labels and taints both nodes of the pair through the reporter's real
     token, and the admission policy refuses that token anything else; a tainted pair keeps
     the RayCluster off; the README's command clears the taint."""
@@ -1471,10 +1484,12 @@ def test_health_checks_wait_for_free_gpus_and_report_through_the_real_api(
         wait_until(
             "Kueue to hold the check behind the RayCluster",
             lambda: (
-                condition(workload_of("Job", job), "QuotaReserved").get("reason")
-                == "WaitingForQuota"
+                "insufficient unused quota for nvidia.com/gpu"
+                in str(condition(workload_of("Job", job), "QuotaReserved").get("message", ""))
             ),
         )
+        reserved = condition(workload_of("Job", job), "QuotaReserved")
+        assert reserved["reason"] == QUOTA_WAIT_ON_TAS, reserved
         assert kube("get", "job", job, "-n", "nemo-rl")["spec"]["suspend"] is True
         assert job_pods(job) == []
         # The README's way to free the GPUs for a check: the RayCluster's workload inactive.

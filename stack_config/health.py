@@ -89,8 +89,9 @@ def available_checks(gpu: GpuConfig) -> list[CheckKey]:
 
 
 def scheduled_checks(health: HealthConfig, gpu: GpuConfig) -> list[HealthCheck]:
-    """The checks that run (none without a schedule)."""
-    if health.schedule is None:
+    """The checks that run (none without a schedule, and none on a parked pool: as with the
+    gates, a pool of 0 nodes has nothing to check, and parking it stays a one-key change)."""
+    if health.schedule is None or gpu.max_nodes < 1:
         return []
     keys = health.checks if health.checks is not None else available_checks(gpu)
     return [CHECK_OF_KEY[k] for k in keys]
@@ -110,6 +111,8 @@ def health_problems(
             )
             return
         return
+    if gpu.max_nodes < 1:
+        return  # parked: nothing is checked until the pool has nodes again
     if not queue_on:
         yield ConfigProblem(
             ("health", "schedule"),
@@ -132,9 +135,3 @@ def health_problems(
                 f"remove {key} from health.checks (this pool can run: {', '.join(can)})",
             )
             return
-    if gpu.max_nodes < 1:
-        yield ConfigProblem(
-            ("health", "schedule"),
-            "the GPU pool has no node to check (gpu.nodes is 0): the checks would do nothing",
-            "remove health.schedule while the pool is parked",
-        )

@@ -128,6 +128,14 @@ def test_checks_default_to_what_the_pool_can_run() -> None:
     assert "two GPU nodes" in str(err)
 
 
+def test_a_parked_pool_keeps_its_schedule_and_plans_no_check() -> None:
+    parked = {"type": "b200", "nodes": 0, "capacity": "reservation", "reservation": "r1"}
+    cfg = load_stack_config(
+        values(gpu=parked, health={"schedule": "@daily", "checks": ["nccl"]}), "b200"
+    )
+    assert cfg.health_checks == []
+
+
 def test_a_floor_no_gate_and_no_check_uses_is_refused_one_a_check_uses_is_not() -> None:
     off = {"enabled": False, "nccl": {"minAvgBusBandwidthGBPerSecond": 110}}
     err = error_for(values(verify=off))

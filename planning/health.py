@@ -162,12 +162,14 @@ def node_report_policy(namespace: str, account: str = HEALTH_ACCOUNT) -> dict[st
                 f" && {others('oldObject', 'metadata.?labels')}.all(k,"
                 " k in object.metadata.?labels.orValue({}))",
                 "message": f"the health reporter may change only {HEALTH_PREFIX}/ labels",
+                "reason": "Forbidden",
             },
             {
                 "expression": "object.spec.?taints.orValue([]).filter(t,"
                 f" !t.key.startsWith({prefix})) == oldObject.spec.?taints.orValue([]).filter(t,"
                 f" !t.key.startsWith({prefix}))",
                 "message": f"the health reporter may change only {HEALTH_PREFIX}/ taints",
+                "reason": "Forbidden",
             },
             {
                 "expression": "object.metadata.?annotations.orValue({}) =="
@@ -177,10 +179,14 @@ def node_report_policy(namespace: str, account: str = HEALTH_ACCOUNT) -> dict[st
                 " && object.spec.?providerID.orValue('') =="
                 " oldObject.spec.?providerID.orValue('')",
                 "message": "the health reporter may not change a node's annotations or spec",
+                "reason": "Forbidden",
             },
             {
-                "expression": "request.subResource == ''",
+                # An empty subResource is absent from the request (the real API server: "no
+                # such key"), hence the optional read.
+                "expression": "request.?subResource.orValue('') == ''",
                 "message": "the health reporter may not change a node's status",
+                "reason": "Forbidden",
             },
         ],
     }

@@ -11,7 +11,13 @@ from typing import Any
 
 import kubernetes_validate
 
-from planning.health import CHECK_LABEL, HEALTH_ACCOUNT, REPORT_SCRIPT, TOKEN_DIR
+from planning.health import (
+    CHECK_LABEL,
+    HEALTH_ACCOUNT,
+    REPORT_SCRIPT,
+    TOKEN_DIR,
+    node_report_policy,
+)
 from planning.queue import HEALTH_PRIORITY, QUEUE_LABEL, REQUIRED_TOPOLOGY, UNCONSTRAINED_TOPOLOGY
 from planning.verify import GATE_LABEL
 from preflight.cli import Result
@@ -126,3 +132,13 @@ def test_checks_off_without_a_schedule_and_a_pool_without_rdma_checks_gpus_only(
     )
     l4 = run_stack("dev", tmp_path / "dev", dev)
     assert sorted(cronjobs(l4)) == ["gpu-health"]
+
+
+def test_the_policy_reads_an_absent_subresource_and_denies_as_forbidden() -> None:
+    """Measured on the real API server: a request without a subresource has no
+    `request.subResource` key ("no such key", the policy then denied every patch); and a
+    validation without a reason denies with 422 Invalid, not 403."""
+    policy = node_report_policy("nemo-rl")
+    expressions = [v["expression"] for v in policy["validations"]]
+    assert "request.?subResource.orValue('') == ''" in expressions
+    assert {v["reason"] for v in policy["validations"]} == {"Forbidden"}

@@ -8,6 +8,7 @@ from planning.health import health_status_command
 from planning.naming import base_labels
 from planning.queue import queue_status_command
 from planning.ray import curves_command, submit_command
+from planning.ray_logs import logs_command
 from program.apis import build_apis
 from program.cluster import build_gke, read_engine_versions
 from program.guard import REPLACEMENT_EXPORT, stop_surprise_replacements
@@ -108,6 +109,14 @@ if health is not None:
     pulumi.export("healthChecks", health.cronjobs)
     # Every GPU node's last results and taints.
     pulumi.export("healthStatusCommand", health_status_command(cfg.health_checks))
+if "cloudLogging" in cfg.ray.ship_logs:
+    # The RayCluster's Ray log lines (every process's, workers' and actors') from Cloud Logging.
+    pulumi.export(
+        "rayLogsCommand",
+        pulumi.Output.all(volumes.identity.namespace, ray.workload.cluster_name).apply(
+            lambda names: logs_command(cfg.project, names[0], names[1])
+        ),
+    )
 if cfg.ray.job.enabled:
     pulumi.export("grpoRun", ray.run.name)
     pulumi.export("grpoCheckpointDir", ray.run.checkpoint_dir)

@@ -11,6 +11,7 @@ from components.ray.operator import KubeRayOperator, KubeRayOperatorArgs
 from components.ray.workload import RayJobPlan, RayWorkload, RayWorkloadArgs
 from planning.job_nccl import plan_job_nccl
 from planning.ray import KEEP_FAILED_HEAD_MINUTES, GrpoRun, grpo_entrypoint, worker_size
+from planning.ray_logs import cluster_log_dir, log_shipping, run_log_dir
 from planning.verify import plan_smoke, smoke_script
 from planning.versions import VERSIONS
 from program.cluster import Gke
@@ -66,6 +67,10 @@ def build_ray(
         operator = KubeRayOperator("kuberay", operator_args, opts=gke.k8s_opts)
     run = cfg.grpo_run
     autoscaling = cfg.gpu.autoscaling
+    shipping = log_shipping(tuple(cfg.ray.ship_logs))
+    # Ray's log files of the stack's RayCluster (every run on it) and of a cluster a run brings.
+    cluster_logs = cluster_log_dir(cfg.ray.job.runs_dir, cfg.ray.cluster_name)
+    own_logs = run_log_dir(run)
     job = None
     annotations = {
         "nemo-rl-gke/run": run.name,
@@ -75,6 +80,7 @@ def build_ray(
         "nemo-rl-gke/log-dir": run.log_dir,
         "nemo-rl-gke/gpus": f"{run.nodes}x{run.gpus_per_node}",
     }
+    ray_logs = {"nemo-rl-gke/ray-log-dir": own_logs if autoscaling else cluster_logs}
     if cfg.ray.job.enabled:
         job = RayJobPlan(
             name=run.rayjob_name,
@@ -84,7 +90,9 @@ def build_ray(
             own_cluster=autoscaling is not None,
             workers=run.nodes,
             start_deadline_seconds=cfg.ray.job.pre_running_deadline_seconds,
-            annotations=annotations,
+            annotations={**annotations, **(ray_logs if shipping.volume else {})},
+            run=run.name,
+            ray_log_dir=own_logs,
         )
     # Another run through the queue brings its own cluster: one workload, admitted whole
     # once the GPUs are free (the stack's RayCluster holds them while it exists).
@@ -95,7 +103,12 @@ def build_ray(
             own_cluster=True,
             workers=run.nodes,
             start_deadline_seconds=cfg.ray.job.pre_running_deadline_seconds,
-            annotations=annotations,
+            annotations={
+                **annotations,
+                **({"nemo-rl-gke/ray-log-dir": own_logs} if shipping.volume else {}),
+            },
+            run=run.name,
+            ray_log_dir=own_logs,
         )
         if queue is not None
         else None
@@ -154,6 +167,8 @@ def build_ray(
             after=[*after, *(queue.ready if queue is not None else [])],
             queue=queue.placement if queue is not None else None,
             avoid_maintenance=cfg.ray.avoid_maintenance,
+            log_shipping=shipping,
+            ray_log_dir=cluster_logs,
             keep_failed_seconds=keep_failed_seconds(cfg),
             queued_run=queued_run,
             operator_namespace=operator_args.namespace if operator_args is not None else None,

@@ -11,6 +11,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 from planning.grpo_sizes import describe_shapes, divides_batch, shapes_that_fit
 from planning.queue import gke_allocatable, machine_shape
 from planning.ray import IMAGE_CUDA, RUN_ID_LENGTH, GrpoRun, image_tag
+from planning.ray_logs import LOG_TARGETS, SHIPPER_CPU_MILLIS, SHIPPER_MEMORY_MIB, LogTarget
 from planning.versions import VERSIONS
 from stack_config.base import ConfigModel
 from stack_config.errors import ConfigProblem
@@ -160,6 +161,14 @@ class RayConfig(ConfigModel):
         " (GKE's cloud.google.com/scheduled-maintenance-time label); a queued run waits with"
         " Kueue's reason until the maintenance is done or started by hand.",
     )
+    ship_logs: list[LogTarget] = Field(
+        default_factory=lambda: list(LOG_TARGETS),
+        max_length=2,
+        description="Where every Ray pod's sidecar sends Ray's own log files (each process's,"
+        " workers' and actors' stdout and stderr, the job driver's): cloudLogging (structured"
+        " entries through GKE's agent) and volume (the run's folder on /data). [] turns the"
+        " sidecar off.",
+    )
     job: JobConfig = Field(default_factory=JobConfig, description="GRPO RayJob.")
     chart_path: str | None = Field(
         None,
@@ -167,6 +176,14 @@ class RayConfig(ConfigModel):
         " public Helm repository (air-gapped installs, the engine test bed). Its version must"
         " be the pinned chart version. Default: the public repository.",
     )
+
+    @field_validator("ship_logs")
+    @classmethod
+    def _each_target_once(cls, value: list[LogTarget]) -> list[LogTarget]:
+        for i, name in enumerate(value):
+            if value.index(name) != i:
+                raise ConfigProblem((i,), f"{name} is listed twice", "list each place once")
+        return value
 
     @field_validator("chart_path")
     @classmethod
@@ -283,6 +300,9 @@ def head_fits_problems(ray: RayConfig, system_machine_type: str) -> Iterator[Con
         return
     cpu_millis, memory_mib = gke_allocatable(*shape)
     cpu_left, memory_left = cpu_millis - SYSTEM_PODS_ROOM[0], memory_mib - SYSTEM_PODS_ROOM[1]
+    # The log sidecar's requests are the pod's too (planning.ray_logs).
+    if ray.ship_logs:
+        cpu_left, memory_left = cpu_left - SHIPPER_CPU_MILLIS, memory_left - SHIPPER_MEMORY_MIB
     head = ray.head
     for key, asked, left, unit, scale in (
         ("cpu", head.cpu * 1000, cpu_left, "vCPU", 1000),
@@ -294,7 +314,9 @@ def head_fits_problems(ray: RayConfig, system_machine_type: str) -> Iterator[Con
                 f"{asked / scale:g} {unit} does not fit a {system_machine_type} node: it offers"
                 f" {left / scale:.1f} {unit} to pods after GKE's reservation and"
                 f" {SYSTEM_PODS_ROOM[0 if unit == 'vCPU' else 1] / scale:g} {unit} for the"
-                " system pods beside the head, so the head would never be scheduled",
+                " system pods beside the head"
+                + (" (and its log sidecar's requests)" if ray.ship_logs else "")
+                + ", so the head would never be scheduled",
                 f"set ray.head.{key} to at most {int(left // scale)}, or a larger"
                 " cluster.systemPool.machineType",
             )

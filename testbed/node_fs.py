@@ -314,30 +314,12 @@ def pod_fs(
     root: Path, pod: dict[str, Any], container: dict[str, Any], folders: NodeFolders
 ) -> NodeFs:
     """The container's paths, from the pod's volumes and mounts (and what GKE and the image add)."""
-    volumes = {v["name"]: v for v in pod["spec"].get("volumes", [])}
-    namespace = pod["metadata"]["namespace"]
     # Every pod's folder is kept: NeMo RL forwards the driver's PATH (with its node's `bash`)
     # to workers on other nodes, whose commands name their own pod's folder.
     fs = NodeFs(root=root, keep=[str(folders.root.parent), sys.prefix, str(REPO)])
     fs.mounts["/tmp"] = root / "tmp"
     fs.mounts[IMAGE_WORKDIR] = folders.nemo_rl
-    limits = container.get("resources", {}).get("limits", {})
-    if int(limits.get("nvidia.com/gpu", 0) or 0) > 0:
-        fs.mounts[GKE_DRIVER_DIR] = folders.nvidia
-    for mount in container.get("volumeMounts", []):
-        path, volume = mount["mountPath"], volumes.get(mount["name"], {})
-        if path == "/dev/shm":
-            continue  # Ray reads /dev/shm itself; the host's holds the small test bed stores
-        if "hostPath" in volume:
-            host = volume["hostPath"]["path"]
-            fs.mounts[path] = {
-                GIB_HOST_PATH: folders.gib,
-                GKE_DRIVER_HOST_PATH: folders.nvidia,
-            }.get(host, root / "host" / host.strip("/"))
-        elif "persistentVolumeClaim" in volume:
-            fs.mounts[path] = folders.claim(namespace, volume["persistentVolumeClaim"]["claimName"])
-        else:
-            fs.mounts[path] = root / "volumes" / mount["name"]
+    fs.mounts.update(volume_mounts(root, pod, container, folders))
     for host in fs.mounts.values():
         host.mkdir(parents=True, exist_ok=True)
     log = root / "mapped-scripts.log"
@@ -353,6 +335,47 @@ def pod_fs(
         0o755,
     )
     return fs
+
+
+def volume_mounts(
+    root: Path, pod: dict[str, Any], container: dict[str, Any], folders: NodeFolders
+) -> dict[str, Path]:
+    """One container's mounts (container path -> host folder): a pod's emptyDir, ConfigMap and
+    Secret volumes are folders of the pod (shared by its containers, as on a node), claims and
+    host paths the node's."""
+    volumes = {v["name"]: v for v in pod["spec"].get("volumes", [])}
+    namespace = pod["metadata"]["namespace"]
+    mounts: dict[str, Path] = {}
+    limits = container.get("resources", {}).get("limits", {})
+    if int(limits.get("nvidia.com/gpu", 0) or 0) > 0:
+        mounts[GKE_DRIVER_DIR] = folders.nvidia
+    for mount in container.get("volumeMounts", []):
+        path, volume = mount["mountPath"], volumes.get(mount["name"], {})
+        if path == "/dev/shm":
+            continue  # Ray reads /dev/shm itself; the host's holds the small test bed stores
+        if "hostPath" in volume:
+            host = volume["hostPath"]["path"]
+            mounts[path] = {
+                GIB_HOST_PATH: folders.gib,
+                GKE_DRIVER_HOST_PATH: folders.nvidia,
+            }.get(host, root / "host" / host.strip("/"))
+        elif "persistentVolumeClaim" in volume:
+            mounts[path] = folders.claim(namespace, volume["persistentVolumeClaim"]["claimName"])
+        else:
+            mounts[path] = root / "volumes" / mount["name"]
+    return mounts
+
+
+def sidecar_fs(
+    fs: NodeFs, pod: dict[str, Any], container: dict[str, Any], folders: NodeFolders
+) -> NodeFs:
+    """Another container of a pod whose Ray container has `fs`: the same pod folder and /tmp,
+    its own mounts."""
+    mounts = {c: h for c, h in fs.mounts.items() if c in ("/tmp", IMAGE_WORKDIR)}
+    mounts.update(volume_mounts(fs.root, pod, container, folders))
+    for host in mounts.values():
+        host.mkdir(parents=True, exist_ok=True)
+    return NodeFs(root=fs.root, mounts=mounts, keep=list(fs.keep))
 
 
 def pod_path(fs: NodeFs, folders: NodeFolders) -> str:

@@ -19,9 +19,12 @@ workers of every RayCluster, including the clusters RayJobs bring) are left out 
   agent) answers, and how the container ended, with its termination message (the log's tail
   under FallbackToLogsOnError). Containers are not restarted.
 
-Other containers of a Ray pod (the autoscaler sidecar of an autoscaling RayCluster) are reported
-running without a process: the Ray autoscaler needs the in-cluster API, which pods here cannot
-reach. The log says so.
+Native sidecars (init containers with `restartPolicy: Always`, the stack's Ray log shipper) run
+as the kubelet runs them: started in their turn among the init containers without being waited
+for, with their own mounts of the pod's volumes (ConfigMap volumes hold the ConfigMap's keys),
+and stopped after the pod's other containers. Other containers of a Ray pod (the autoscaler
+sidecar of an autoscaling RayCluster) are reported running without a process: the Ray autoscaler
+needs the in-cluster API, which pods here cannot reach. The log says so.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from testbed.node_fs import (
     install_node_folders,
     pod_fs,
     register_node,
+    sidecar_fs,
 )
 from testbed.ray_node import NodeAddress, allocate, localize_ray_start, start_process
 
@@ -100,6 +104,8 @@ class RayPod:
     next_probe: float = 0.0
     waiting: str = ""
     next_secret_sync: float = 0.0
+    sidecars: list[Container] = field(default_factory=list)
+    """Native sidecars started so far (init containers with restartPolicy Always)."""
 
     @property
     def ray_container(self) -> dict[str, Any]:
@@ -108,8 +114,9 @@ class RayPod:
         return container
 
     def running(self) -> list[Container]:
-        """The pod's containers whose process group may still have processes."""
-        return [c for c in (self.init, self.main) if c is not None]
+        """The pod's containers whose process group may still have processes, its native
+        sidecars last (the order the kubelet stops them in)."""
+        return [*(c for c in (self.init, self.main) if c is not None), *self.sidecars]
 
 
 class RayPods:
@@ -207,6 +214,8 @@ class RayPods:
             return
         pod.next_secret_sync = time.monotonic() + SECRET_SYNC_SECONDS
         for volume in pod.pod["spec"].get("volumes", []):
+            if "configMap" in volume:
+                self.sync_config_map(pod, volume)
             if "secret" not in volume:
                 continue
             folder = pod.fs.root / "volumes" / volume["name"]
@@ -224,6 +233,19 @@ class RayPods:
                              f" its volume {volume['name']}")  # fmt: skip
             for stale in [f for f in folder.iterdir() if f.name not in data]:
                 stale.unlink()
+
+    def sync_config_map(self, pod: RayPod, volume: dict[str, Any]) -> None:
+        """A ConfigMap volume as the kubelet keeps it: a file per key."""
+        folder = pod.fs.root / "volumes" / volume["name"]
+        folder.mkdir(parents=True, exist_ok=True)
+        name = volume["configMap"]["name"]
+        found = self.api.get(f"/api/v1/namespaces/{pod.namespace}/configmaps/{name}") or {}
+        for key, text in (found.get("data") or {}).items():
+            target = folder / key
+            if not target.exists() or target.read_text(encoding="utf-8") != text:
+                target.write_text(text, encoding="utf-8")
+                self.say(f"ray pod {pod.namespace}/{pod.name}: ConfigMap {name} key {key} in"
+                         f" its volume {volume['name']}")  # fmt: skip
 
     def advance(self, pod: RayPod) -> None:
         """Move a pod along: init containers, the Ray container, readiness, its end."""
@@ -244,6 +266,14 @@ class RayPods:
                 return
             pod.done_init.append(pod.init)
             pod.init = None
+            self.report(pod)
+        while pod.main is None and pod.pending_init and is_sidecar(pod.pending_init[0]):
+            # A native sidecar: started in its turn, never waited for.
+            sidecar = self.start(pod, pod.pending_init[0], init=True)
+            if sidecar is None:
+                return
+            pod.sidecars.append(sidecar)
+            pod.pending_init.pop(0)
             self.report(pod)
         if pod.main is None and pod.pending_init:
             started = self.start(pod, pod.pending_init[0], init=True)
@@ -298,11 +328,22 @@ class RayPods:
     def start(self, pod: RayPod, container: dict[str, Any], *, init: bool) -> Container | None:
         """Start one container's own command; None while a Service it names has no endpoint."""
         argv = [*container.get("command", []), *container.get("args", [])]
-        env = container_environment(pod.pod, container, pod.fs, self.folders, self.secret)
+        fs = (
+            sidecar_fs(pod.fs, pod.pod, container, self.folders)
+            if is_sidecar(container)
+            else pod.fs
+        )
+        env = container_environment(pod.pod, container, fs, self.folders, self.secret)
         notes: list[str] = []
         try:
-            argv = [self.resolve_names(a, notes) for a in argv]
-            env = {k: self.resolve_names(v, notes) for k, v in env.items()}
+            if is_sidecar(container):
+                # A kubelet never waits for a name: a native sidecar starts before the pod's
+                # Ray container, whose readiness the head Service waits for, so names here
+                # stay as written (KubeRay gives every init container the head's address).
+                notes.append("cluster DNS names left as written (a sidecar does not wait)")
+            else:
+                argv = [self.resolve_names(a, notes) for a in argv]
+                env = {k: self.resolve_names(v, notes) for k, v in env.items()}
         except LookupError as missing:
             if pod.waiting != str(missing):
                 pod.waiting = str(missing)
@@ -317,13 +358,14 @@ class RayPods:
             temp_dir = pod.fs.map_text("/tmp/ray")  # noqa: S108 - the container's path
             argv[-1], changes = localize_ray_start(script, pod.address, temp_dir)
             notes.append("ray start: " + ", ".join(changes))
-        argv = [pod.fs.map_text(a) for a in argv]
+        argv = [fs.map_text(a) for a in argv]
         workdir = container.get("workingDir") or "/opt/nemo-rl"
-        cwd = Path(pod.fs.map_text(workdir))
+        cwd = Path(fs.map_text(workdir))
         log = pod.fs.root / f"{container['name']}.log"
         proc = start_process(argv, env, cwd, log)
+        kind = "sidecar " if is_sidecar(container) else "init " if init else ""
         self.say(
-            f"ray pod {pod.namespace}/{pod.name}: running {'init ' if init else ''}container"
+            f"ray pod {pod.namespace}/{pod.name}: running {kind}container"
             f" {container['name']}'s own command (process group {proc.pid}, log {log})"
             + (f"; {'; '.join(notes)}" if notes else "")
         )
@@ -376,11 +418,40 @@ class RayPods:
     def report(self, pod: RayPod) -> None:
         """The pod's status as its kubelet would write it now."""
         init_statuses = []
-        for index, spec in enumerate(pod.pod["spec"].get("initContainers", [])):
-            done = pod.done_init[index] if index < len(pod.done_init) else None
+        done_by_name = {c.name: c for c in pod.done_init}
+        sidecars = {c.name: c for c in pod.sidecars}
+        for spec in pod.pod["spec"].get("initContainers", []):
+            done = done_by_name.get(spec["name"])
             running = pod.init if pod.init and pod.init.name == spec["name"] else None
+            sidecar = sidecars.get(spec["name"])
+            if sidecar is not None:
+                ended = sidecar.proc.poll()
+                state: dict[str, Any] = (
+                    {"running": {"startedAt": sidecar.started}}
+                    if ended is None
+                    else {
+                        "terminated": {
+                            "exitCode": ended,
+                            "reason": "Completed" if ended == 0 else "Error",
+                            "startedAt": sidecar.started,
+                            "finishedAt": now(),
+                        }
+                    }
+                )
+                init_statuses.append(
+                    {
+                        "name": spec["name"],
+                        "image": spec.get("image", ""),
+                        "imageID": "",
+                        "ready": ended is None,
+                        "restartCount": 0,
+                        "started": ended is None,
+                        "state": state,
+                    }
+                )
+                continue
             if done is not None:
-                state: dict[str, Any] = {
+                state = {
                     "terminated": {
                         "exitCode": 0,
                         "reason": "Completed",
@@ -509,11 +580,20 @@ class RayPods:
         its node that Ray put in a session of its own (by pid)."""
         containers = pod.running()
         groups = [c.proc.pid for c in containers]
-        ended = end_groups(containers)
-        strays = [p for p in processes_naming(f"{pod.fs.root}/") if p != os.getpid()]
+        # As the kubelet does: the pod's containers first, its native sidecars once those have
+        # ended (the log shipper then ships Ray's last lines).
+        ended = end_groups([c for c in containers if c not in pod.sidecars])
+        sidecar_groups = {c.proc.pid for c in pod.sidecars}
+        strays = [
+            p
+            for p in processes_naming(f"{pod.fs.root}/")
+            if p != os.getpid() and process_group(p) not in sidecar_groups
+        ]
         for pid in strays:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        if pod.sidecars:
+            ended += f"; sidecars: {end_groups(pod.sidecars)}"
         self.by_ip.pop(pod.address.ip, None)
         self.say(
             f"ray pod {pod.namespace}/{pod.name} {why}: ended its process groups {groups}"
@@ -522,10 +602,25 @@ class RayPods:
 
     def stop_all(self) -> None:
         """End every pod (the agent is being stopped)."""
-        end_groups([c for pod in self.pods.values() for c in pod.running()])
+        end_groups(
+            [c for pod in self.pods.values() for c in pod.running() if c not in pod.sidecars]
+        )
         for pod in list(self.pods.values()):
             self.stop(pod, "stopped with the test bed")
         self.pods.clear()
+
+
+def is_sidecar(container: dict[str, Any]) -> bool:
+    """A native sidecar: an init container that runs for the pod's life."""
+    return container.get("restartPolicy") == "Always"
+
+
+def process_group(pid: int) -> int | None:
+    """A process's group, None when it is gone."""
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
 
 
 def end_groups(containers: list[Container]) -> str:

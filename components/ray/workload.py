@@ -36,6 +36,14 @@ from planning.ray import (
     port_forward_command,
     wandb_netrc,
 )
+from planning.ray_logs import (
+    SHIPPER_CONFIG_MAP,
+    SHIPPER_SCRIPT,
+    LogShipping,
+    shipper_container,
+    shipper_script,
+    shipper_volumes,
+)
 from planning.verify import RAY_GATE_LABEL, SmokePlan
 
 RAY_API = "ray.io/v1"
@@ -77,6 +85,10 @@ class RayJobPlan:
     """KubeRay's preRunningDeadlineSeconds: how long the job may take to start running."""
     annotations: Mapping[str, str] = field(default_factory=dict)
     """The run's id, directories and size, for `kubectl get rayjob -o yaml` and preflight."""
+    run: str = ""
+    """The run's name: the `run` label of its own cluster's Ray log lines in Cloud Logging."""
+    ray_log_dir: str | None = None
+    """Where its own cluster's pods copy Ray's log files (the run's folder)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,10 +136,14 @@ class RayWorkloadArgs:
     """The job NCCL gate: runs on the RayCluster once it exists, before the smoke; the RayJob
     waits for it."""
     queue: QueuedPlacement | None = None
-    avoid_maintenance: bool = True
-    """Workers never land on a node with host maintenance scheduled (GKE's label)."""
     """The LocalQueue the RayCluster, and a RayJob that brings its own cluster, go through
     (Kueue admits each as one workload); None without the queue. `after` holds the queue."""
+    avoid_maintenance: bool = True
+    """Workers never land on a node with host maintenance scheduled (GKE's label)."""
+    log_shipping: LogShipping = field(default_factory=lambda: LogShipping(False, False))
+    """Where each Ray pod's sidecar sends Ray's own log files; off: no sidecar."""
+    ray_log_dir: str | None = None
+    """Where the RayCluster's pods copy Ray's log files on /data."""
     queued_run: RayJobPlan | None = None
     """With the queue: a run that brings its own cluster, published as a manifest (never
     created) - how another run is submitted to the queue."""
@@ -175,7 +191,23 @@ class RayWorkload(pulumi.ComponentResource):
                 opts=child,
             )
 
-        spec = self._cluster_spec(args)
+        cluster_after: list[pulumi.Resource] = [*args.operator, *args.after]
+        if args.log_shipping.on:
+            # The log sidecar's program, for every Ray pod of the namespace (a queued run's
+            # cluster too).
+            cluster_after.append(
+                k8s.core.v1.ConfigMap(
+                    f"{name}-log-shipper",
+                    metadata={
+                        "name": SHIPPER_CONFIG_MAP,
+                        "namespace": args.namespace,
+                        "labels": labels,
+                    },
+                    data={SHIPPER_SCRIPT: shipper_script()},
+                    opts=child,
+                )
+            )
+        spec = self._cluster_spec(args, log_dir=args.ray_log_dir)
         queued = args.queue.labels if args.queue is not None else {}
         if args.queue is not None:
             spec = queued_cluster_spec(spec, args.queue)
@@ -190,7 +222,7 @@ class RayWorkload(pulumi.ComponentResource):
                 **({"annotations": QUEUED_APPLY} if args.queue is not None else {}),
             },
             spec=spec,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.operator, *args.after]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=cluster_after),
         )
         # Ray's pods talk among themselves on every port; from elsewhere only the dashboard,
         # and only for the KubeRay operator (it submits the RayJob and reads its status) and
@@ -314,7 +346,10 @@ class RayWorkload(pulumi.ComponentResource):
             job_spec["entrypointResources"] = json.dumps({GIB_RESOURCE: 1})
         if job.own_cluster:
             job_spec["rayClusterSpec"] = cls._cluster_spec(
-                args, workers=(job.workers, job.workers, job.workers)
+                args,
+                workers=(job.workers, job.workers, job.workers),
+                log_dir=job.ray_log_dir,
+                run=job.run,
             )
             if args.queue is not None:
                 # Its own cluster makes the run one queued workload, admitted whole.
@@ -384,8 +419,11 @@ class RayWorkload(pulumi.ComponentResource):
         cls,
         args: RayWorkloadArgs,
         workers: tuple[int, int, int] | None = None,
+        log_dir: str | None = None,
+        run: str = "",
     ) -> dict[str, Any]:
-        """The RayCluster spec; `workers` = (replicas, min, max) overrides the stack's sizing."""
+        """The RayCluster spec; `workers` = (replicas, min, max) overrides the stack's sizing;
+        its pods copy Ray's log files to `log_dir` and label their lines with `run`."""
         replicas, min_replicas, max_replicas = workers or (
             args.replicas,
             args.min_replicas,
@@ -401,6 +439,13 @@ class RayWorkload(pulumi.ComponentResource):
         # without tokens has no Secret.
         tokens_volume = {"name": "tokens", "secret": {"secretName": TOKEN_SECRET, "optional": True}}
         tokens_mount = {"name": "tokens", "mountPath": TOKENS_DIR, "readOnly": True}
+        # Ray's own log files out of the pod (planning.ray_logs): a native sidecar, first.
+        shipping: dict[str, Any] = (
+            {"initContainers": [shipper_container(args.image, args.log_shipping, log_dir, run)]}
+            if args.log_shipping.on
+            else {}
+        )
+        log_volumes = shipper_volumes() if args.log_shipping.on else []
         head_resources = {"cpu": str(args.head_cpu), "memory": f"{args.head_memory_gib}Gi"}
         head = {
             "serviceType": "ClusterIP",
@@ -414,6 +459,7 @@ class RayWorkload(pulumi.ComponentResource):
                     "automountServiceAccountToken": min_replicas != max_replicas,
                     "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                     "nodeSelector": args.head_node_selector,
+                    **shipping,
                     "containers": [
                         {
                             "name": "ray-head",
@@ -434,7 +480,12 @@ class RayWorkload(pulumi.ComponentResource):
                             ],
                         }
                     ],
-                    "volumes": [data_volume, {"name": "ray-logs", "emptyDir": {}}, tokens_volume],
+                    "volumes": [
+                        data_volume,
+                        {"name": "ray-logs", "emptyDir": {}},
+                        tokens_volume,
+                        *log_volumes,
+                    ],
                 },
             },
         }
@@ -459,6 +510,7 @@ class RayWorkload(pulumi.ComponentResource):
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{size.shm_gib}Gi"}},
             {"name": "ray-logs", "emptyDir": {}},
             tokens_volume,
+            *log_volumes,
         ]
         # KubeRay runs the container's args, then `&& ulimit ...; ray start`, in one bash: the
         # environment set here is the one of the raylet and of every Ray process it starts.
@@ -504,6 +556,7 @@ class RayWorkload(pulumi.ComponentResource):
                     **(
                         {"resourceClaims": parts.pod_claims} if parts.pod_claims is not None else {}
                     ),
+                    **shipping,
                     "containers": [
                         {
                             "name": "ray-worker",

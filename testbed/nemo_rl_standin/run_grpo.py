@@ -336,7 +336,11 @@ class _Worker:
     """One training / generation worker (a Ray actor with one GPU)."""
 
     def report(self, model: str) -> dict[str, Any]:
-        return report(model)
+        found = report(model)
+        # A worker's output, as NeMo RL's workers print theirs: Ray keeps it in the worker's
+        # log file on its node (what the stack's log sidecar ships).
+        say(f"worker on {found.get('node_ip')} reporting GPUs {found.get('gpu_ids')}")
+        return found
 
     def save_tokenizer(self, path: str, model: str) -> None:
         """Each rank's save of the policy's tokenizer, as v0.7.0 does it: on every rank,

@@ -255,6 +255,52 @@ def run_workers(run: str) -> list[dict[str, Any]]:
     return found
 
 
+def sidecar_entries(label: str, value: str) -> list[dict[str, Any]]:
+    """The structured entries the Ray pods' log sidecars printed (what GKE's agent would send
+    to Cloud Logging) whose Cloud Logging label `label` is `value`."""
+    entries = []
+    for log in (ROOT / "ray-pods").glob("p*/ray-logs.log"):
+        for line in log.read_text(errors="replace").splitlines():
+            entry = json.loads(line)
+            if entry.get("logging.googleapis.com/labels", {}).get(label) == value:
+                entries.append(entry)
+    return entries
+
+
+def ships_ray_logs(run: str, cluster: str, workers: list[str]) -> None:
+    """Each pod of the run's own cluster, deleted by KubeRay, left Ray's log files in the
+    run's folder on /data (its sidecar's last shipping after Ray stopped), and its lines went
+    out as structured entries labelled with the run, the Ray job and the actor."""
+    (folder,) = (ROOT / "ray-pods").glob(f"n/volumes/*/*/nemo-rl/runs/{run}/logs/ray")
+    pods = {p.name: p for p in folder.iterdir()}
+    heads = [name for name in pods if name.startswith(f"{cluster}-head")]
+    assert set(workers) <= set(pods), sorted(pods)
+    assert len(heads) == 1, sorted(pods)
+    for name in workers:
+        (session,) = pods[name].iterdir()
+        assert (session / "raylet.out").stat().st_size > 0
+        outputs = "".join(f.read_text() for f in session.glob("worker-*.out"))
+        assert "reporting GPUs ['0']" in outputs, sorted(f.name for f in session.iterdir())
+        assert not list(session.glob("debug_state*"))
+    (head_session,) = pods[heads[0]].iterdir()
+    (driver,) = head_session.glob("job-driver-*.log")
+    assert "done: 2 workers" in driver.read_text()
+
+    entries = sidecar_entries("run", run)
+    actors = [e for e in entries if e["logging.googleapis.com/labels"].get("ray_actor")]
+    assert any("reporting GPUs" in e["message"] for e in actors), entries[-20:]
+    # The stand-in's workers, and Ray's own job supervisor on the head (it runs the entrypoint).
+    names = {e["logging.googleapis.com/labels"]["ray_actor"] for e in actors}
+    assert {"_Worker", "JobSupervisor"} <= names, names
+    assert all(e["logging.googleapis.com/labels"].get("ray_job_id") for e in actors)
+    drivers = [e for e in entries if "submission_id" in e["logging.googleapis.com/labels"]]
+    assert any("done: 2 workers" in e["message"] for e in drivers)
+    assert {e["severity"] for e in entries} >= {"INFO", "DEFAULT"}
+    labels = {e["logging.googleapis.com/labels"]["ray_log"] for e in entries}
+    assert "raylet.out" in labels
+    assert not [name for name in labels if name.startswith("python-core-")]
+
+
 @contextlib.contextmanager
 def program_changed(path: str, old: str, new: str) -> Iterator[None]:
     """The project copy's program with `old` replaced by `new` in `path`, restored afterwards
@@ -1767,6 +1813,18 @@ def test_dev_runs_its_grpo_job_on_its_own_cluster_and_a_plain_destroy_leaves_no_
     # this same `up`, creates the head once it runs).
     wait_until("dev's Ray head", lambda: bool(ray_pods()))
     assert [p["metadata"]["labels"]["ray.io/node-type"] for p in ray_pods()] == ["head"]
+    # The autoscaling head holds an API token (for Ray's autoscaler); the real API server's
+    # ServiceAccount admission gives it to every container but the log sidecar, which has an
+    # empty folder where the token would go.
+    (head,) = ray_pods()
+    mounts = {
+        c["name"]: {m["name"] for m in c.get("volumeMounts", [])}
+        for c in [*head["spec"]["initContainers"], *head["spec"]["containers"]]
+    }
+    tokens = {
+        n for n, names in mounts.items() if any(m.startswith("kube-api-access") for m in names)
+    }
+    assert tokens == {"ray-head", "autoscaler"}, mounts
 
     # The run brings its own cluster of exactly its workers (the pool scales from zero); Ray
     # runs it there and KubeRay reports Ray's verdict.
@@ -1794,6 +1852,7 @@ def test_dev_runs_its_grpo_job_on_its_own_cluster_and_a_plain_destroy_leaves_no_
         assert "NCCL_NET" not in worker["nccl"]  # no gIB on L4
         assert (worker["nccl"]["NCCL_SOCKET_IFNAME"], worker["gloo_socket_ifname"]) == ("eth0",) * 2
     keeps_a_failed_runs_head(job)
+    ships_ray_logs(run, job["status"]["rayClusterName"], [w["pod"] for w in workers])
 
     apply_an_upgrade_to_dev(env, tmp_path)
 

@@ -41,13 +41,38 @@ def pod_specs(value: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]
             yield from pod_specs(item, f"{path}[{index}]")
 
 
+def container_requests(container: dict[str, Any]) -> tuple[int, int]:
+    asked = (container.get("resources") or {}).get("requests") or {}
+    return _cpu_millis(str(asked.get("cpu", "0"))), _memory_mib(str(asked.get("memory", "0")))
+
+
 def requests(spec: dict[str, Any]) -> tuple[int, int]:
+    """The pod's requests as the scheduler and Kueue count them (Kubernetes' PodRequests): its
+    containers and native sidecars (init containers with restartPolicy Always) together, or an
+    init container with the sidecars started before it, whichever is larger."""
     cpu = memory = 0
     for container in spec["containers"]:
-        asked = (container.get("resources") or {}).get("requests") or {}
-        cpu += _cpu_millis(str(asked.get("cpu", "0")))
-        memory += _memory_mib(str(asked.get("memory", "0")))
-    return cpu, memory
+        c, m = container_requests(container)
+        cpu, memory = cpu + c, memory + m
+    sidecar_cpu = sidecar_memory = init_cpu = init_memory = 0
+    for container in spec.get("initContainers") or []:
+        c, m = container_requests(container)
+        if container.get("restartPolicy") == "Always":
+            sidecar_cpu, sidecar_memory = sidecar_cpu + c, sidecar_memory + m
+        else:
+            init_cpu = max(init_cpu, sidecar_cpu + c)
+            init_memory = max(init_memory, sidecar_memory + m)
+    return max(cpu + sidecar_cpu, init_cpu), max(memory + sidecar_memory, init_memory)
+
+
+def test_native_sidecars_count_with_the_containers() -> None:
+    sidecar = {"restartPolicy": "Always", "resources": {"requests": {"cpu": "100m"}}}
+    init = {"resources": {"requests": {"cpu": "3", "memory": "1Gi"}}}
+    spec = {
+        "initContainers": [sidecar, init],
+        "containers": [{"resources": {"requests": {"cpu": "2", "memory": "2Gi"}}}],
+    }
+    assert requests(spec) == (3100, 2048)
 
 
 @pytest.mark.parametrize("stack", STACKS)

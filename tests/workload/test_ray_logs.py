@@ -1,0 +1,248 @@
+"""workload/ray_logs.py, the Ray pods' log sidecar: on Ray's own formats (a session folder as
+Ray 2.55 lays it out), then on a real Ray session, then as a process told to stop."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.harness import REPO
+from workload.ray_logs import LABELS_KEY, READ_CHUNK, Shipper
+
+SCRIPT = REPO / "workload" / "ray_logs.py"
+
+
+def session(ray_dir: Path, name: str = "session_2026-12-07_01-00-00_000001_1") -> Path:
+    """An empty session's logs folder, `session_latest` pointing at it, as Ray makes them."""
+    logs = ray_dir / name / "logs"
+    logs.mkdir(parents=True)
+    latest = ray_dir / "session_latest"
+    if latest.is_symlink():
+        latest.unlink()
+    latest.symlink_to(ray_dir / name)
+    return logs
+
+
+def entries(out: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def shipper(
+    tmp_path: Path, *, cloud: bool = True, run: str = "grpo-1"
+) -> tuple[Shipper, io.StringIO]:
+    out = io.StringIO()
+    return Shipper(tmp_path / "ray", tmp_path / "copy", cloud, run, out=out), out
+
+
+def test_each_line_goes_out_with_its_severity_and_labels_and_the_bytes_are_copied(
+    tmp_path: Path,
+) -> None:
+    logs = session(tmp_path / "ray")
+    files = {
+        "raylet.out": "[2026-12-07 01:00:01,100 I 10 10] (raylet) main.cc:279: Setting cluster ID\n"
+        "[2026-12-07 01:00:02,100 W 10 10] (raylet) node_manager.cc:1: slow\n"
+        "GcsNodeManager:\n- RegisterNode request count: 0\n",
+        "dashboard.log": "2026-12-07 01:00:01,934\tERROR head.py:1 -- failed to start\n",
+        # A pooled worker's files (job id ffffffff in the name): Ray's marker lines say which
+        # job, task or actor the lines after them come from.
+        "worker-cf4d-ffffffff-10.out": ":job_id:01000000\n:task_name:f\nhello from task\n"
+        ":job_id:02000000\n:actor_name:_Worker\nreporting GPUs\n",
+        "worker-cf4d-ffffffff-10.err": ":job_id:01000000\n:task_name:f\n"
+        "Traceback (most recent call last):\n  File 'x.py', line 1\nValueError: no\n",
+        "job-driver-raysubmit_abc.log": "done: 2 workers\n",
+        "python-core-worker-cf4d_10.log": "[2026-12-07 01:00:01,100 D 10 10] core_worker.cc:1\n",
+        "debug_state.txt": "rewritten in place\n",
+    }
+    for name, text in files.items():
+        (logs / name).write_text(text)
+    ship, out = shipper(tmp_path)
+    ship.round()
+    found = entries(out)
+    by_file: dict[str, list[dict[str, Any]]] = {}
+    for entry in found:
+        by_file.setdefault(entry[LABELS_KEY]["ray_log"], []).append(entry)
+    # The native format's level letter; a multi-line record's lines keep its severity.
+    assert [e["severity"] for e in by_file["raylet.out"]] == [
+        "INFO",
+        "WARNING",
+        "WARNING",
+        "WARNING",
+    ]
+    assert by_file["dashboard.log"][0]["severity"] == "ERROR"
+    task, actor = by_file["worker-cf4d-ffffffff-10.out"]
+    assert task["message"] == "hello from task"
+    assert task[LABELS_KEY] == {
+        "ray_log": "worker-cf4d-ffffffff-10.out",
+        "run": "grpo-1",
+        "ray_job_id": "01000000",
+        "ray_task": "f",
+    }
+    # A new job forgets the last one's task.
+    assert actor[LABELS_KEY]["ray_job_id"] == "02000000"
+    assert actor[LABELS_KEY]["ray_actor"] == "_Worker"
+    assert "ray_task" not in actor[LABELS_KEY]
+    assert [e["severity"] for e in by_file["worker-cf4d-ffffffff-10.err"]] == ["ERROR"] * 3
+    (driver,) = by_file["job-driver-raysubmit_abc.log"]
+    assert driver[LABELS_KEY]["submission_id"] == "raysubmit_abc"
+    # Core-worker debug logs are copied, not sent; state dumps neither.
+    assert "python-core-worker-cf4d_10.log" not in by_file
+    assert "debug_state.txt" not in by_file
+    assert not any(e["message"].startswith(":") for e in found)
+    copied = tmp_path / "copy" / "session_2026-12-07_01-00-00_000001_1"
+    assert {p.name for p in copied.iterdir()} == set(files) - {"debug_state.txt"}
+    for name in set(files) - {"debug_state.txt"}:
+        assert (copied / name).read_text() == files[name]
+
+
+def test_only_new_bytes_go_out_and_a_rotated_file_is_not_shipped_twice(tmp_path: Path) -> None:
+    logs = session(tmp_path / "ray")
+    raylet = logs / "raylet.out"
+    raylet.write_text("one\ntwo-unfinished")
+    ship, out = shipper(tmp_path)
+    ship.round()
+    assert [e["message"] for e in entries(out)] == ["one"]
+    with raylet.open("a") as handle:
+        handle.write(" now\nthree\n")
+    ship.round()
+    assert [e["message"] for e in entries(out)] == ["one", "two-unfinished now", "three"]
+    # Ray rotates: the file moves to raylet.out.1 and a new raylet.out starts.
+    raylet.rename(logs / "raylet.out.1")
+    raylet.write_text("four\n")
+    ship.round()
+    assert [e["message"] for e in entries(out)] == ["one", "two-unfinished now", "three", "four"]
+    copied = tmp_path / "copy" / "session_2026-12-07_01-00-00_000001_1"
+    assert (copied / "raylet.out").read_text() == "one\ntwo-unfinished now\nthree\nfour\n"
+    assert not (copied / "raylet.out.1").exists()
+    # Truncated in place: read again from its start.
+    raylet.write_text("5\n")
+    ship.round()
+    assert entries(out)[-1]["message"] == "5"
+
+
+def test_a_new_session_gets_a_copy_folder_of_its_own_and_off_cloud_prints_nothing(
+    tmp_path: Path,
+) -> None:
+    ship, out = shipper(tmp_path, cloud=False)
+    assert ship.round() == 0  # before Ray has started: nothing, no error
+    first = session(tmp_path / "ray", "session_a")
+    (first / "raylet.out").write_text("a\n")
+    ship.round()
+    second = session(tmp_path / "ray", "session_b")  # the Ray container restarted
+    (second / "raylet.out").write_text("b\n")
+    ship.round()
+    assert out.getvalue() == ""
+    assert (tmp_path / "copy" / "session_a" / "raylet.out").read_text() == "a\n"
+    assert (tmp_path / "copy" / "session_b" / "raylet.out").read_text() == "b\n"
+
+
+def test_a_backlog_is_read_a_chunk_at_a_time(tmp_path: Path) -> None:
+    logs = session(tmp_path / "ray")
+    line = "x" * 1023 + "\n"
+    (logs / "raylet.out").write_text(line * (READ_CHUNK // 1024 + 10))
+    ship, out = shipper(tmp_path)
+    first = (ship.round(), ship.behind)
+    second = (ship.round(), ship.behind)
+    assert first == (READ_CHUNK, True)
+    assert second == (10 * 1024, False)
+    assert len(entries(out)) == READ_CHUNK // 1024 + 10
+
+
+REAL_RAY = textwrap.dedent(
+    """
+    import sys, ray
+    ray.init(num_cpus=1, include_dashboard=False, _temp_dir=sys.argv[1])
+
+    @ray.remote
+    def task():
+        print("from a task")
+
+    @ray.remote
+    class Worker:
+        def hello(self):
+            print("from an actor", file=sys.stderr)
+
+    ray.get(task.remote())
+    ray.get(Worker.remote().hello.remote())
+    ray.shutdown()
+    """
+)
+
+
+def test_real_ray_files_carry_the_job_the_task_and_the_actor(tmp_path: Path) -> None:
+    """Ray itself writes the session folder, the worker files and their marker lines."""
+    pytest.importorskip("ray")
+    ray_dir = Path("/tmp") / f"rl{os.getpid()}"  # short: Ray's socket paths live under it
+    try:
+        subprocess.run(
+            [sys.executable, "-c", REAL_RAY, str(ray_dir)],
+            check=True,
+            capture_output=True,
+            timeout=180,
+        )
+        out = io.StringIO()
+        ship = Shipper(ray_dir, tmp_path / "copy", True, "grpo-1", out=out)
+        while ship.round(final=True):
+            pass
+    finally:
+        subprocess.run(["rm", "-rf", str(ray_dir)], check=False)
+    found = entries(out)
+    (task,) = [e for e in found if e["message"] == "from a task"]
+    (actor,) = [e for e in found if e["message"] == "from an actor"]
+    assert task[LABELS_KEY]["ray_task"] == "task"
+    assert task[LABELS_KEY]["ray_log"].startswith("worker-")
+    assert task[LABELS_KEY]["ray_log"].endswith(".out")
+    assert actor[LABELS_KEY]["ray_actor"] == "Worker"
+    assert actor[LABELS_KEY]["ray_log"].endswith(".err")
+    assert task[LABELS_KEY]["ray_job_id"] == actor[LABELS_KEY]["ray_job_id"] != "ffffffff"
+    logs = {e[LABELS_KEY]["ray_log"] for e in found}
+    assert {"raylet.out", "gcs_server.out"} <= logs
+    assert not [name for name in logs if name.startswith("python-core-")]
+    infos = [e for e in found if e[LABELS_KEY]["ray_log"] == "raylet.out"]
+    assert {e["severity"] for e in infos} >= {"INFO"}
+    assert "DEFAULT" not in {e["severity"] for e in infos[:5]}
+
+
+def test_the_sidecar_ships_the_last_unfinished_line_when_it_is_stopped(tmp_path: Path) -> None:
+    logs = session(tmp_path / "ray")
+    (logs / "raylet.out").write_text("first\n")
+    env = {
+        **os.environ,
+        "RAY_LOGS_RAY_DIR": str(tmp_path / "ray"),
+        "RAY_LOGS_COPY_DIR": str(tmp_path / "copy"),
+        "POD_NAME": "nemo-rl-gpu-workers-abcde",
+        "RAY_LOGS_RUN": "grpo-1",
+        "RAY_LOGS_INTERVAL_SECONDS": "60",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        copy = tmp_path / "copy" / "nemo-rl-gpu-workers-abcde"
+        deadline = time.monotonic() + 30
+        while not list(copy.glob("*/raylet.out")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        # Written after the first round; the next one is a minute away: only the stop ships it.
+        with (logs / "raylet.out").open("a") as handle:
+            handle.write("last words, no newline")
+        proc.send_signal(signal.SIGTERM)
+        stdout, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0
+    lines = [json.loads(line) for line in stdout.splitlines()]
+    assert "shipping Ray's logs" in lines[0]["message"]
+    assert [e["message"] for e in lines[1:]] == ["first", "last words, no newline"]
+    (copied,) = copy.glob("*/raylet.out")
+    assert copied.read_text() == "first\nlast words, no newline"

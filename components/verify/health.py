@@ -63,6 +63,40 @@ class HealthCheckArgs:
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
+REPORT_ROLE = "nemo-rl-gke-health-report"
+
+
+def role_for_account(
+    name: str,
+    *,
+    rules: Sequence[Mapping[str, Any]],
+    namespace: pulumi.Input[str],
+    cluster_wide: bool,
+    labels: Mapping[str, str],
+    opts: pulumi.ResourceOptions,
+) -> pulumi.Resource:
+    """A (Cluster)Role with `rules` bound to the reporter's account; returns the binding (the
+    grant is in force once it exists)."""
+    meta: dict[str, Any] = {"name": REPORT_ROLE, "labels": labels}
+    if not cluster_wide:
+        meta["namespace"] = namespace
+    kind = "ClusterRole" if cluster_wide else "Role"
+    role_type = k8s.rbac.v1.ClusterRole if cluster_wide else k8s.rbac.v1.Role
+    role = role_type(f"{name}-role", metadata=meta, rules=rules, opts=opts)
+    binding_type = k8s.rbac.v1.ClusterRoleBinding if cluster_wide else k8s.rbac.v1.RoleBinding
+    return binding_type(
+        f"{name}-binding",
+        metadata=meta,
+        role_ref={
+            "api_group": "rbac.authorization.k8s.io",
+            "kind": kind,
+            "name": role.metadata.name,
+        },
+        subjects=[{"kind": "ServiceAccount", "name": HEALTH_ACCOUNT, "namespace": namespace}],
+        opts=opts,
+    )
+
+
 class HealthChecks(pulumi.ComponentResource):
     """The reporter's account and its limits, the scripts, and one CronJob per check."""
 
@@ -82,39 +116,21 @@ class HealthChecks(pulumi.ComponentResource):
             automount_service_account_token=False,
             opts=child,
         )
-        node_role = k8s.rbac.v1.ClusterRole(
-            f"{name}-node-role",
-            metadata={"name": "nemo-rl-gke-health-report", "labels": labels},
+        node_binding = role_for_account(
+            f"{name}-node",
             rules=[{"api_groups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}],
-            opts=child,
-        )
-        node_binding = k8s.rbac.v1.ClusterRoleBinding(
-            f"{name}-node-binding",
-            metadata={"name": "nemo-rl-gke-health-report", "labels": labels},
-            role_ref={
-                "api_group": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": node_role.metadata.name,
-            },
-            subjects=[{"kind": "ServiceAccount", "name": HEALTH_ACCOUNT, "namespace": namespace}],
+            namespace=namespace,
+            cluster_wide=True,
+            labels=labels,
             opts=child,
         )
         # A two-node NCCL result is about both nodes: the reporter finds them from its Job's pods.
-        pod_role = k8s.rbac.v1.Role(
-            f"{name}-pod-role",
-            metadata={"name": "nemo-rl-gke-health-report", "namespace": namespace},
+        pod_binding = role_for_account(
+            f"{name}-pod",
             rules=[{"api_groups": [""], "resources": ["pods"], "verbs": ["list"]}],
-            opts=child,
-        )
-        pod_binding = k8s.rbac.v1.RoleBinding(
-            f"{name}-pod-binding",
-            metadata={"name": "nemo-rl-gke-health-report", "namespace": namespace},
-            role_ref={
-                "api_group": "rbac.authorization.k8s.io",
-                "kind": "Role",
-                "name": pod_role.metadata.name,
-            },
-            subjects=[{"kind": "ServiceAccount", "name": HEALTH_ACCOUNT, "namespace": namespace}],
+            namespace=namespace,
+            cluster_wide=False,
+            labels=labels,
             opts=child,
         )
         policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(

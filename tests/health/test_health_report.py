@@ -16,6 +16,7 @@ from planning.health import metric_label, report_script_path, result_label, tain
 from testbed.gate_standins import Scenario
 from tests.verify.harness import run_gate
 from tests.verify.test_gate_scripts import b200
+from verify.results import parse_message
 
 
 def reporter() -> ModuleType:
@@ -126,3 +127,21 @@ def test_a_pass_never_clears_a_taint() -> None:
 )
 def test_values_become_valid_label_values(raw: str, label: str) -> None:
     assert reporter().label_value(raw) == label
+
+
+@pytest.mark.parametrize("gate", ["gpu-health", "rdma", "nccl"])
+def test_the_reporter_reads_results_as_make_verify_does(gate: str, tmp_path: Path) -> None:
+    """The reporter ships as one standard-library file, so it keeps its own copy of the RESULT
+    parser (verify/results.py is make verify's): both read every line a real gate wrote alike."""
+    report = reporter()
+    run_gate(b200()[gate], tmp_path)
+    text = pod_results(tmp_path, gate, 0)
+    theirs = [
+        (m.metric, m.value, m.op, m.threshold, m.unit, m.verdict) for m in parse_message(text)
+    ]
+    ours = [
+        (r.metric, r.value, r.op, r.threshold, r.unit, r.verdict)
+        for r in report.parse_results(text)
+    ]
+    assert ours == theirs
+    assert len(ours) >= 1

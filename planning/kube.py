@@ -17,21 +17,31 @@ maintenance, Unix seconds; absent when none is scheduled. GPUs do not live-migra
 and its pods end when it starts."""
 
 
-def avoid_maintenance_affinity() -> dict[str, object]:
-    """Required node affinity of a GPU worker: no node with host maintenance scheduled (the
-    label's presence; the time is not compared, which would need the run's length at plan
-    time). Evaluated at scheduling only: a running worker stays where it is."""
-    return {
-        "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [
+def avoid_maintenance_affinity(clear_until: int | None = None) -> dict[str, object]:
+    """Required node affinity of a GPU worker: no node with host maintenance scheduled, or, given
+    `clear_until` (Unix seconds: when a run submitted now is expected to end), also a node whose
+    maintenance starts after then. Node affinity compares a label with fixed numbers only, so
+    the time comes with a submission (planning.submit_run); what the stack creates itself asks
+    for nodes without any. Evaluated at scheduling only: a running worker stays where it is."""
+    terms: list[dict[str, object]] = [
+        {"matchExpressions": [{"key": SCHEDULED_MAINTENANCE_LABEL, "operator": "DoesNotExist"}]}
+    ]
+    if clear_until is not None:
+        # Terms are ORed: no maintenance, or maintenance that starts after the run.
+        terms.append(
+            {
+                "matchExpressions": [
                     {
-                        "matchExpressions": [
-                            {"key": SCHEDULED_MAINTENANCE_LABEL, "operator": "DoesNotExist"}
-                        ]
+                        "key": SCHEDULED_MAINTENANCE_LABEL,
+                        "operator": "Gt",
+                        "values": [str(clear_until)],
                     }
                 ]
             }
+        )
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
         }
     }
 

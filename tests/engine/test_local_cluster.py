@@ -871,6 +871,19 @@ def test_the_grpo_rayjob_succeeds_with_every_worker_on_a_gpu_with_gib(b200: str)
         # The driver's output is kept with the run, beside NeMo RL's logs.
         (log,) = (ROOT / "ray-pods").glob(f"n/volumes/*/*/nemo-rl/runs/{run}/logs/driver.log")
         assert "step 10/10" in log.read_text()
+
+        # The RayCluster's pods copy Ray's own files beside the runs (their sidecars, every
+        # 5 s while they run): each worker's actors' output of this run is there, no token is.
+        copies = ROOT / "ray-pods" / "n" / "volumes"
+
+        def shipped() -> bool:
+            found = copies.glob("*/*/nemo-rl/ray-logs/nemo-rl/*/*/worker-*.out")
+            pods = {f.parent.parent.name for f in found if "reporting GPUs" in f.read_text()}
+            return pods == set(by_pod)
+
+        wait_until("the workers' Ray logs on /data", shipped, 60)
+        copied = [f for f in copies.glob("*/*/nemo-rl/ray-logs/nemo-rl/*/*/*") if f.is_file()]
+        assert not [f for f in copied if "hf_fake_not_real" in f.read_text(errors="replace")]
         # NeMo RL copied the driver's environment into every actor, which the State API
         # serves to whoever has the dashboard's token: the run's token is in none of them.
         head = "http://nemo-rl-head-svc.nemo-rl.svc.cluster.local:8265"
@@ -886,6 +899,21 @@ def test_the_grpo_rayjob_succeeds_with_every_worker_on_a_gpu_with_gib(b200: str)
         must(pulumi(b200, "config", "rm", "nemo-rl-gke:hfToken", env=env))
         must(pulumi(b200, "up", "--yes", env=env))
     assert kube("get", "rayjobs.ray.io", "-n", "nemo-rl")["items"] == []
+
+
+def submit_run(stack: str, name: str, hours: float) -> subprocess.CompletedProcess[str]:
+    """The README's `python -m tools.submit_run` with the engine's CLI and the cluster's kubectl."""
+    cluster = local_cluster.load()
+    assert cluster is not None
+    return subprocess.run(
+        [
+            sys.executable, "-m", "tools.submit_run", "--stack", stack, "--name", name,
+            "--hours", str(hours),
+            "--pulumi", str(REPO / ".tools" / "engine" / "bin" / "pulumi"),
+            "--kubectl", cluster.bins["kubectl"],
+        ],
+        cwd=PROJECT, env=environ(), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
 
 
 def run_verify(stack: str) -> subprocess.CompletedProcess[str]:
@@ -1541,10 +1569,7 @@ def test_health_checks_wait_for_free_gpus_and_report_through_the_real_api(
         assert kube("get", "job", job, "-n", "nemo-rl")["spec"]["suspend"] is True
         assert job_pods(job) == []
         # The README's way to free the GPUs for a check: the RayCluster's workload inactive.
-        local_cluster.kubectl(
-            cluster, "patch", "workloads.kueue.x-k8s.io", released, "-n", "nemo-rl",
-            "--type", "merge", "-p", '{"spec":{"active":false}}',
-        )  # fmt: skip
+        set_active(released, active=False)
         wait_until(
             "the check to be admitted on the freed GPUs",
             lambda: condition(workload_of("Job", job), "Admitted").get("status") == "True",
@@ -1600,10 +1625,7 @@ def test_health_checks_wait_for_free_gpus_and_report_through_the_real_api(
             "the checks' workloads to go",
             lambda: workload_of("Job", job) is None and workload_of("Job", "hc-nccl") is None,
         )
-        local_cluster.kubectl(
-            cluster, "patch", "workloads.kueue.x-k8s.io", released, "-n", "nemo-rl",
-            "--type", "merge", "-p", '{"spec":{"active":true}}',
-        )  # fmt: skip
+        set_active(released, active=True)
 
         def why_not() -> str:
             reserved = condition(workload_of("RayCluster", "nemo-rl"), "QuotaReserved")
@@ -1638,10 +1660,7 @@ def test_health_checks_wait_for_free_gpus_and_report_through_the_real_api(
                 for j in items("jobs", "-n", "nemo-rl", "-l", f"{CHECK_LABEL}=gpu-health")
             ],
         )
-        local_cluster.kubectl(
-            cluster, "patch", "workloads.kueue.x-k8s.io", released, "-n", "nemo-rl",
-            "--type", "merge", "-p", '{"spec":{"active":true}}', check=False,
-        )  # fmt: skip
+        set_active(released, active=True, check=False)
     wait_until(
         "the RayCluster to be admitted again",
         lambda: condition(workload_of("RayCluster", "nemo-rl"), "Admitted").get("status") == "True",
@@ -1652,7 +1671,9 @@ def test_health_checks_wait_for_free_gpus_and_report_through_the_real_api(
 def test_a_queued_run_waits_for_a_node_with_host_maintenance_scheduled(b200: str) -> None:
     """GKE's scheduled-maintenance label on one of the two GPU nodes: a two-node queued run is
     not admitted (Kueue's topology placement honours the workers' required node affinity) and
-    has no pod; once the label goes (maintenance done), the run is admitted and placed."""
+    has no pod, and is admitted and placed once the label goes (maintenance done); a run
+    submitted with its expected length waits while the maintenance falls inside it and is
+    placed once the maintenance moves after it."""
     env = environ()
     exported = json.loads(must(pulumi(b200, "stack", "output", "--json", env=env)).stdout)
     template = json.loads(exported["grpoQueuedRunManifest"])
@@ -1664,10 +1685,7 @@ def test_a_queued_run_waits_for_a_node_with_host_maintenance_scheduled(b200: str
     epoch = str(int(time.time()) + 3600)
     try:
         # The README's way to free the GPUs: the stack's RayCluster's workload inactive.
-        local_cluster.kubectl(
-            cluster, "patch", "workloads.kueue.x-k8s.io", released, "-n", "nemo-rl",
-            "--type", "merge", "-p", '{"spec":{"active":false}}',
-        )  # fmt: skip
+        set_active(released, active=False)
         wait_until("the RayCluster's workers to go", lambda: not run_pods("nemo-rl"), 180)
         local_cluster.kubectl(
             cluster, "label", "node", "b200-gpu-1", "--overwrite",
@@ -1692,21 +1710,69 @@ def test_a_queued_run_waits_for_a_node_with_host_maintenance_scheduled(b200: str
             lambda: placed(run_pods("run-m"), 2),
             300,
         )
+        kubectl_delete("rayjobs.ray.io", "run-m")
+        wait_until(
+            "run M to go",
+            lambda: workload_of("RayJob", "run-m") is None and not run_pods("run-m"),
+            180,
+        )
+        # A run expected to last 2 hours, submitted with the README's command (the real CLI
+        # reads the manifest, kubectl creates it): maintenance in 1 hour keeps it off too;
+        # moved to 5 hours from now, after the run, the node is good enough for it (Kueue's
+        # placement and the scheduler read the Gt term).
+        local_cluster.kubectl(
+            cluster, "label", "node", "b200-gpu-1", "--overwrite",
+            f"{SCHEDULED_MAINTENANCE_LABEL}={epoch}",
+        )  # fmt: skip
+        submitted = submit_run(b200, "run-n", hours=2)
+        assert submitted.returncode == 0, submitted.stderr
+        assert "waits in the queue" in submitted.stdout
+
+        def why_not_n() -> str:
+            reserved = condition(workload_of("RayJob", "run-n"), "QuotaReserved")
+            return "" if reserved.get("status") != "False" else str(reserved.get("message", ""))
+
+        wait_until(
+            "Kueue to keep run N off the node whose maintenance falls inside it",
+            lambda: "topology" in why_not_n().lower(),
+        )
+        assert run_pods("run-n") == []
+        later = str(int(time.time()) + 5 * 3600)
+        local_cluster.kubectl(
+            cluster, "label", "node", "b200-gpu-1", "--overwrite",
+            f"{SCHEDULED_MAINTENANCE_LABEL}={later}",
+        )  # fmt: skip
+        wait_until(
+            "run N to be placed before the maintenance", lambda: placed(run_pods("run-n"), 2), 300
+        )
     finally:
         local_cluster.kubectl(
             cluster, "label", "node", "b200-gpu-1", f"{SCHEDULED_MAINTENANCE_LABEL}-", check=False
         )
-        kubectl_delete("rayjobs.ray.io", "run-m")
-        wait_until("run M's workload to go", lambda: workload_of("RayJob", "run-m") is None)
-        local_cluster.kubectl(
-            cluster, "patch", "workloads.kueue.x-k8s.io", released, "-n", "nemo-rl",
-            "--type", "merge", "-p", '{"spec":{"active":true}}', check=False,
-        )  # fmt: skip
+        kubectl_delete("rayjobs.ray.io", "run-m", "run-n")
+        wait_until(
+            "runs M and N's workloads to go",
+            lambda: (
+                workload_of("RayJob", "run-m") is None and workload_of("RayJob", "run-n") is None
+            ),
+        )
+        set_active(released, active=True, check=False)
     wait_until(
         "the RayCluster to be admitted again",
         lambda: condition(workload_of("RayCluster", "nemo-rl"), "Admitted").get("status") == "True",
         timeout=300,
     )
+
+
+def set_active(workload: str, *, active: bool, check: bool = True) -> None:
+    """The README's way to free the GPUs a queued RayCluster holds (its Kueue workload made
+    inactive: Kueue evicts it and its workers go), and to give them back."""
+    cluster = local_cluster.load()
+    assert cluster is not None
+    local_cluster.kubectl(
+        cluster, "patch", "workloads.kueue.x-k8s.io", workload, "-n", "nemo-rl",
+        "--type", "merge", "-p", json.dumps({"spec": {"active": active}}), check=check,
+    )  # fmt: skip
 
 
 def kubectl_delete(kind: str, *names: str) -> None:

@@ -111,9 +111,9 @@ def shipper_container(
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,
-            # Root, as Ray in the same image: DAC_OVERRIDE alone, to write in the run's folders
-            # whoever made them; nothing else.
-            "capabilities": {"drop": ["ALL"], "add": ["DAC_OVERRIDE"]},
+            # Root, as Ray in the same image, without any capability: it writes only in the
+            # folders Ray (root) made for the run and in those it makes itself.
+            "capabilities": {"drop": ["ALL"]},
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "terminationMessagePolicy": "FallbackToLogsOnError",

@@ -119,6 +119,8 @@ class Shipper:
     followed: dict[tuple[str, int], Followed] = field(default_factory=dict)
     behind: bool = False
     """The last round left unread bytes in some file (it read a whole chunk)."""
+    copy_failed: set[Path] = field(default_factory=set)
+    """Copies that could not be written (said once each)."""
 
     def session_logs(self) -> tuple[str, Path] | None:
         """(session name, its logs folder), or None before Ray has started."""
@@ -171,10 +173,7 @@ class Shipper:
             return 0
         state.offset += len(data)
         if self.copy_dir is not None:
-            target = self.copy_dir / session / state.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with target.open("ab") as copy:
-                copy.write(data)
+            self.copy(self.copy_dir / session / state.name, data)
         text = state.partial + data
         lines = text.split(b"\n")
         state.partial = lines.pop()
@@ -184,6 +183,20 @@ class Shipper:
         for line in lines:
             self.emit(state, line)
         return len(data)
+
+    def copy(self, target: Path, data: bytes) -> None:
+        """Append to the copy; a folder it may not write in (or a full volume) is said once per
+        file, and the lines still go to Cloud Logging: the sidecar never stops over it (a
+        restart would send every line again)."""
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("ab") as copy:
+                copy.write(data)
+        except OSError as error:
+            if target not in self.copy_failed:
+                self.copy_failed.add(target)
+                entry = {"severity": "ERROR", "message": f"cannot copy to {target}: {error}"}
+                self.out.write(json.dumps(entry) + "\n")
 
     def emit(self, state: Followed, line: bytes) -> None:
         """One structured entry on the container's output (GKE's agent sends it on)."""

@@ -89,7 +89,7 @@ def test_every_pod_of_the_stacks_raycluster_ships_rays_logs(b200: Result) -> Non
         }
         security = sidecar["securityContext"]
         assert security["readOnlyRootFilesystem"] is True
-        assert security["capabilities"] == {"drop": ["ALL"], "add": ["DAC_OVERRIDE"]}
+        assert security["capabilities"] == {"drop": ["ALL"]}
         assert security["allowPrivilegeEscalation"] is False
     (config_map,) = [
         plain

@@ -246,3 +246,20 @@ def test_the_sidecar_ships_the_last_unfinished_line_when_it_is_stopped(tmp_path:
     assert [e["message"] for e in lines[1:]] == ["first", "last words, no newline"]
     (copied,) = copy.glob("*/raylet.out")
     assert copied.read_text() == "first\nlast words, no newline"
+
+
+def test_a_copy_it_cannot_write_is_said_once_and_the_lines_still_go_out(tmp_path: Path) -> None:
+    logs = session(tmp_path / "ray")
+    (logs / "raylet.out").write_text("one\n")
+    blocked = tmp_path / "copy"
+    blocked.write_text("a file where the copy folder should be")
+    ship, out = shipper(tmp_path)
+    ship.round()
+    with (logs / "raylet.out").open("a") as handle:
+        handle.write("two\n")
+    ship.round()
+    found = entries(out)
+    errors = [e for e in found if e["severity"] == "ERROR"]
+    assert len(errors) == 1
+    assert errors[0]["message"].startswith(f"cannot copy to {blocked}/")
+    assert [e["message"] for e in found if e["severity"] != "ERROR"] == ["one", "two"]

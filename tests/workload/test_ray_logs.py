@@ -188,6 +188,14 @@ def test_real_ray_files_carry_the_job_the_task_and_the_actor(tmp_path: Path) -> 
             check=True,
             capture_output=True,
             timeout=180,
+            cwd=tmp_path,
+            # As the NeMo RL image sets it: under `uv run` (make test) Ray would otherwise ship
+            # the working folder to its workers and start them through uv.
+            env={
+                **os.environ,
+                "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
+                "RAY_USAGE_STATS_ENABLED": "0",
+            },
         )
         out = io.StringIO()
         ship = Shipper(ray_dir, tmp_path / "copy", True, "grpo-1", out=out)

@@ -80,7 +80,11 @@ def build_ray(
         "nemo-rl-gke/log-dir": run.log_dir,
         "nemo-rl-gke/gpus": f"{run.nodes}x{run.gpus_per_node}",
     }
-    ray_logs = {"nemo-rl-gke/ray-log-dir": own_logs if autoscaling else cluster_logs}
+
+    def ray_log_note(folder: str) -> dict[str, str]:
+        """Where a RayJob's Ray log files are copied, when they are."""
+        return {"nemo-rl-gke/ray-log-dir": folder} if shipping.volume else {}
+
     if cfg.ray.job.enabled:
         job = RayJobPlan(
             name=run.rayjob_name,
@@ -90,7 +94,7 @@ def build_ray(
             own_cluster=autoscaling is not None,
             workers=run.nodes,
             start_deadline_seconds=cfg.ray.job.pre_running_deadline_seconds,
-            annotations={**annotations, **(ray_logs if shipping.volume else {})},
+            annotations={**annotations, **ray_log_note(own_logs if autoscaling else cluster_logs)},
             run=run.name,
             ray_log_dir=own_logs,
         )
@@ -103,10 +107,7 @@ def build_ray(
             own_cluster=True,
             workers=run.nodes,
             start_deadline_seconds=cfg.ray.job.pre_running_deadline_seconds,
-            annotations={
-                **annotations,
-                **({"nemo-rl-gke/ray-log-dir": own_logs} if shipping.volume else {}),
-            },
+            annotations={**annotations, **ray_log_note(own_logs)},
             run=run.name,
             ray_log_dir=own_logs,
         )

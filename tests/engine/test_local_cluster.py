@@ -1693,14 +1693,15 @@ def test_a_queued_run_waits_for_a_node_with_host_maintenance_scheduled(b200: str
         )  # fmt: skip
         create(queued_run(template, "run-m", entrypoint="sleep 900"))
 
-        def why_not() -> str:
-            reserved = condition(workload_of("RayJob", "run-m"), "QuotaReserved")
+        def why_not(run: str) -> str:
+            reserved = condition(workload_of("RayJob", run), "QuotaReserved")
             return "" if reserved.get("status") != "False" else str(reserved.get("message", ""))
 
         wait_until(
-            "Kueue to keep run M off the node about to go", lambda: "topology" in why_not().lower()
+            "Kueue to keep run M off the node about to go",
+            lambda: "topology" in why_not("run-m").lower(),
         )
-        assert "insufficient unused quota" not in why_not(), why_not()
+        assert "insufficient unused quota" not in why_not("run-m"), why_not("run-m")
         assert run_pods("run-m") == []
         local_cluster.kubectl(
             cluster, "label", "node", "b200-gpu-1", f"{SCHEDULED_MAINTENANCE_LABEL}-"
@@ -1728,13 +1729,9 @@ def test_a_queued_run_waits_for_a_node_with_host_maintenance_scheduled(b200: str
         assert submitted.returncode == 0, submitted.stderr
         assert "waits in the queue" in submitted.stdout
 
-        def why_not_n() -> str:
-            reserved = condition(workload_of("RayJob", "run-n"), "QuotaReserved")
-            return "" if reserved.get("status") != "False" else str(reserved.get("message", ""))
-
         wait_until(
             "Kueue to keep run N off the node whose maintenance falls inside it",
-            lambda: "topology" in why_not_n().lower(),
+            lambda: "topology" in why_not("run-n").lower(),
         )
         assert run_pods("run-n") == []
         later = str(int(time.time()) + 5 * 3600)

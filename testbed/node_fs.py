@@ -316,7 +316,12 @@ def pod_fs(
     """The container's paths, from the pod's volumes and mounts (and what GKE and the image add)."""
     # Every pod's folder is kept: NeMo RL forwards the driver's PATH (with its node's `bash`)
     # to workers on other nodes, whose commands name their own pod's folder.
-    fs = NodeFs(root=root, keep=[str(folders.root.parent), sys.prefix, str(REPO)])
+    # Resolved too: the engine tests run a copy of the project whose .venv links to the
+    # checkout's, and Ray starts its processes by the real path; a checkout under /tmp (the
+    # container's /tmp is mapped) must never be mapped.
+    keep = [str(folders.root.parent), sys.prefix, str(REPO)]
+    keep += [str(Path(p).resolve()) for p in (sys.prefix, REPO, Path(sys.executable).parent.parent)]
+    fs = NodeFs(root=root, keep=list(dict.fromkeys(keep)))
     fs.mounts["/tmp"] = root / "tmp"
     fs.mounts[IMAGE_WORKDIR] = folders.nemo_rl
     fs.mounts.update(volume_mounts(root, pod, container, folders))

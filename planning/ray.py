@@ -563,10 +563,23 @@ def licence_advice(model: str) -> str:
     )
 
 
-def dataset_download() -> str:
-    """Put GSM8K into the same cache beside the model, so the driver's `load_dataset` finds it
-    offline."""
-    return f"uv run hf download {HUB_DATASET} --repo-type dataset"
+HUB_DATASET_CONFIG = "main"
+"""The GSM8K configuration NeMo RL loads (`load_dataset("openai/gsm8k", "main")`)."""
+DATASET_PREPARE = (
+    f"from datasets import load_dataset; load_dataset({HUB_DATASET!r}, {HUB_DATASET_CONFIG!r})"
+)
+"""The one online load that leaves GSM8K where `datasets` finds it offline."""
+
+
+def dataset_prepare() -> str:
+    """Prepare GSM8K with `datasets` itself, online, into $HF_HOME/datasets on the shared volume.
+
+    A Hub-cache copy (`hf download --repo-type dataset`) is not enough: for a Hub id, datasets
+    4.8.5 (NeMo RL v0.7.0's lock) refuses in offline mode before it looks at the Hub cache, and
+    its only offline fallback is a dataset it prepared itself under HF_DATASETS_CACHE
+    (`load.py`, CachedDatasetModuleFactory). One online load here writes exactly that; NeMo
+    RL's offline load then reads it (tests/planning/test_ray_dataset.py runs both)."""
+    return f"uv run python -c {shlex.quote(DATASET_PREPARE)}"
 
 
 def grpo_script_text(run: GrpoRun) -> str:
@@ -590,7 +603,7 @@ def grpo_script_text(run: GrpoRun) -> str:
             (model_download(run.model), licence_advice(run.model))
             if model_is_gated(run.model)
             else model_download(run.model),
-            dataset_download(),
+            dataset_prepare(),
             f"export {' '.join(OFFLINE_ENV)}",
         ]
     )

@@ -402,12 +402,14 @@ def container_environment(
     fs: NodeFs,
     folders: NodeFolders,
     secret: Callable[[str, str, str], str | None] = lambda _ns, _name, _key: None,
+    hub: str | None = None,
 ) -> dict[str, str]:
     """The container's environment as the kubelet builds it over the image's (values, `$(VAR)`
     references, downward-API fields, Secret keys), container paths mapped; then what the test
     bed's node adds: PATH with the node's tools and this host's Python, HOME and TMPDIR in the
     pod's folder, where the node records are, the torch and transformers stand-ins where the
-    image's Python has them, and how many GPUs its nvidia-smi shows."""
+    image's Python has them, how many GPUs its nvidia-smi shows, and the test bed's Hub
+    (`hub`, testbed/hub_server.py) where the real Hub would be reached."""
     env = dict(IMAGE_ENV)
     env["HOSTNAME"] = pod["metadata"].get("name", "")
     namespace = pod["metadata"].get("namespace", "")
@@ -436,6 +438,7 @@ def container_environment(
             NODES_ENV: str(folders.root / "nodes"),
             "PYTHONPATH": os.pathsep.join([str(STANDIN_TORCH), str(STANDIN_TRANSFORMERS)]),
             "NVIDIA_STANDIN_GPUS": str(limits.get("nvidia.com/gpu", 0)),
+            **({"HF_ENDPOINT": hub} if hub else {}),
         }
     )
     return env

@@ -48,6 +48,7 @@ from planning.catalog import GPU_CATALOG
 from planning.kube import ACCELERATOR_LABEL
 from planning.ray import GATED_MODEL_ORGS
 from testbed.cluster_network import SERVICE_NAME, ClusterNetwork, KubeApi
+from testbed.hub_server import serve_in_background, write_gsm8k
 from testbed.node_fs import (
     NodeFolders,
     NodeFs,
@@ -135,6 +136,9 @@ class RayPods:
         self.say = say
         self.folders = NodeFolders(root / "n")
         install_node_folders(self.folders, GATED_MODEL_ORGS)
+        # The Hub the pods reach: GSM8K for the driver's online preparation (real `datasets`).
+        write_gsm8k(root / "hub")
+        self.hub = serve_in_background(root / "hub")
         self.pods: dict[str, RayPod] = {}
         self.by_ip: dict[str, RayPod] = {}
         self.count = 0
@@ -333,7 +337,7 @@ class RayPods:
             if is_sidecar(container)
             else pod.fs
         )
-        env = container_environment(pod.pod, container, fs, self.folders, self.secret)
+        env = container_environment(pod.pod, container, fs, self.folders, self.secret, self.hub)
         notes: list[str] = []
         try:
             if is_sidecar(container):

@@ -19,13 +19,14 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 
 from planning.ray import GATED_MODEL_ORGS, TOKENS_DIR
+from testbed.hub_server import serving, write_gsm8k
 from testbed.node_fs import (
     NodeFolders,
     container_environment,
@@ -105,7 +106,13 @@ def one_ray_node(b200_smoke: Any, ip: str) -> Iterator[RayNode]:
         address,
         fs.map_text("/tmp/ray"),
     )
-    env = container_environment(pod, container, fs, folders, secret=lambda *_: FAKE_HF_TOKEN)
+    # The Hub the pod reaches: GSM8K for the driver's online preparation by the real datasets.
+    write_gsm8k(root / "hub")
+    served = ExitStack()
+    hub, _ = served.enter_context(serving(root / "hub"))
+    env = container_environment(
+        pod, container, fs, folders, secret=lambda *_: FAKE_HF_TOKEN, hub=hub
+    )
     # The run's token Secret as the kubelet projects it (the smoke's model needs none: the
     # file shows where the token goes, not that the run needed it).
     tokens = fs.mounts[TOKENS_DIR]
@@ -139,6 +146,7 @@ def one_ray_node(b200_smoke: Any, ip: str) -> Iterator[RayNode]:
         except Exception:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        served.close()
         shutil.rmtree(root, ignore_errors=True)
 
 

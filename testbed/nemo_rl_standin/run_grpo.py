@@ -78,8 +78,19 @@ def shard(batch_size: int, shards: int) -> int:
     return batch_size // shards
 
 
-HUB_DATASETS = {"gsm8k": "openai/gsm8k"}
-"""The Hub repository NeMo RL loads for a dataset name (`response_datasets/gsm8k.py`)."""
+HUB_DATASETS = {"gsm8k": ("openai/gsm8k", "main")}
+"""The Hub repository and configuration NeMo RL loads for a dataset name
+(`response_datasets/gsm8k.py`)."""
+
+
+def load_data(name: str, splits: list[str]) -> dict[str, int]:
+    """NeMo RL's data setup, by the real `datasets` (the test bed's venv pins the image's
+    4.8.5): `load_dataset(REPO, CONFIG)[split]` for the training split and the validation split
+    the config names. Rows per split, for the log."""
+    from datasets import load_dataset
+
+    repo, config = HUB_DATASETS[name]
+    return {split: len(load_dataset(repo, config)[split]) for split in splits}
 
 
 def offline() -> bool:
@@ -205,14 +216,16 @@ def main() -> int:
         if start:
             say(f"resuming from the checkpoint of step {start}")
 
-    dataset = HUB_DATASETS.get(str(cfg.data.train.dataset_name), "")
+    name = str(cfg.data.train.dataset_name)
     if not offline():
         raise ConnectionError(
-            f"the driver would load {dataset} from the Hugging Face Hub (HF_HUB_OFFLINE is not"
-            " on; the test bed has no Hub)"
+            f"the driver would load {name} from the Hugging Face Hub with 16+ workers starting"
+            " (HF_HUB_OFFLINE is not on)"
         )
-    if dataset and not cached("dataset", dataset):
-        raise FileNotFoundError(f"offline mode is on and {dataset} is not in the cache")
+    if name in HUB_DATASETS:
+        validation = cfg.data.get("validation") or {}
+        splits = ["train", *([str(validation.get("split"))] if validation.get("split") else [])]
+        say(f"loaded {name}: {load_data(name, splits)} rows")
 
     import ray
     from ray.util.placement_group import placement_group

@@ -31,6 +31,7 @@ import pytest
 
 from components.ray.workload import SECRET_ENV
 from planning.ray import (
+    DATASET_PREPARE,
     GIB_ENV_SCRIPT,
     GIB_RESOURCE,
     NUMA_AFFINITY_FILE,
@@ -228,7 +229,7 @@ def test_the_driver_puts_the_model_into_the_shared_cache_before_training(
     # Once, on the shared volume, before NeMo RL starts its 16 workers (which would each ask
     # the Hub for the same files at once); then the run is offline.
     assert download == "run hf download meta-llama/Llama-3.1-8B-Instruct --exclude original/*"
-    assert dataset == "run hf download openai/gsm8k --repo-type dataset"
+    assert dataset == f"run python -c {DATASET_PREPARE}"
     assert train.startswith("run python examples/run_grpo.py ")
     assert "policy.model_name=meta-llama/Llama-3.1-8B-Instruct" in train
     assert pod_env(container)["HF_HOME"] == "/data/huggingface_cache"

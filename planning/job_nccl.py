@@ -27,6 +27,7 @@ from planning.ray import (
     fail_fast,
     gib_setup_steps,
     gpu_setup_steps,
+    ray_token_file,
     ship_file,
 )
 from planning.verify import (
@@ -99,6 +100,7 @@ def job_nccl_entrypoint(run: GrpoRun, nodes: int, script: str) -> str:
     steps = fail_fast(
         [
             f"unset {' '.join(DRIVER_CLEAN_ENV)}",
+            *ray_token_file(),
             *setup,
             # Compressed (a third of the size): the entrypoint is printed in the job's log.
             *ship_file(DRIVER_VARIABLE, script, JOB_NCCL_SCRIPT_PATH),

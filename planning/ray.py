@@ -440,6 +440,30 @@ job's runtime env, and an actor started with CUDA_VISIBLE_DEVICES="" and num_gpu
 Ray's GPU-id lookup (SOURCE.md, reproduced with Ray 2.55.1)."""
 
 
+RAY_TOKEN_TEMPLATE = "/tmp/ray-auth-token.XXXXXX"  # noqa: S105 - a path, not a token
+"""Where a driver keeps the dashboard's token (mktemp: mode 0600, in the container's own /tmp,
+never under /tmp/ray, whose logs the log sidecar ships)."""
+
+
+def ray_token_file() -> list[Step]:
+    """The driver's Ray token as a file, and out of its environment.
+
+    KubeRay 1.7's token mode gives every Ray container RAY_AUTH_TOKEN; NeMo RL copies the
+    driver's whole environment into every actor's runtime env, which Ray 2.55.1's runtime-env
+    agent writes into `runtime_env_agent.log` and the State API serves. The driver connects with
+    RAY_AUTH_TOKEN_PATH instead (Ray reads either); workers keep the token their raylet was
+    started with. Nothing to do where the cluster has no token."""
+    return [
+        (
+            'if [ -n "${RAY_AUTH_TOKEN:-}" ]; then'
+            f' export RAY_AUTH_TOKEN_PATH="$(mktemp {RAY_TOKEN_TEMPLATE})"'
+            ' && printf %s "$RAY_AUTH_TOKEN" > "$RAY_AUTH_TOKEN_PATH"; fi',
+            "the driver keeps the Ray token in a file of its container's /tmp",
+        ),
+        "unset RAY_AUTH_TOKEN",
+    ]
+
+
 TOKENS_DIR = "/var/run/secrets/nemo-rl-gke"
 """Where the Ray pods mount the token Secret as files (optional: the Secret may not exist)."""
 TOKEN_ENV = ("HF_TOKEN", "WANDB_API_KEY")
@@ -591,6 +615,7 @@ def grpo_script_text(run: GrpoRun) -> str:
     steps = fail_fast(
         [
             f"unset {' '.join(DRIVER_CLEAN_ENV)}",
+            *ray_token_file(),
             *token_wait(run),
             *token_files(),
             *setup,

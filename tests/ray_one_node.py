@@ -78,6 +78,8 @@ class RayNode(NamedTuple):
     """The claim's folder (/data in the pod)."""
     token: str
     """The dashboard's token (RAY_AUTH_TOKEN, as KubeRay gives a pod in token mode)."""
+    ray_tmp: Path
+    """The pod's Ray folder (/tmp/ray: the sessions' logs the log sidecar ships)."""
 
     def headers(self) -> dict[str, str]:
         """What a client of the dashboard sends."""
@@ -138,7 +140,7 @@ def one_ray_node(b200_smoke: Any, ip: str) -> Iterator[RayNode]:
                 break
             except Exception:
                 time.sleep(1)
-        yield RayNode(url, fs.mounts["/data"], token)
+        yield RayNode(url, fs.mounts["/data"], token, Path(fs.map_text("/tmp/ray")))
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:

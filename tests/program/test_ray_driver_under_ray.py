@@ -85,6 +85,17 @@ def test_the_smoke_gate_passes_on_a_real_ray_head_with_gpu_and_gib(
     assert "_Worker" in listing
     assert "serialized_runtime_env" in listing
     assert FAKE_HF_TOKEN not in listing
+    assert ray_node.token not in listing
+    # Nor in any file Ray wrote (its runtime-env agent logs every runtime env it creates),
+    # which the log sidecar would ship, nor in anything of the run on the shared volume.
+    assert not files_holding(ray_node, ray_node.token)
+
+
+def files_holding(node: RayNode, secret: str) -> list[str]:
+    """The files of the node's Ray sessions and of the shared volume that hold `secret`."""
+    files = [p for p in [*node.ray_tmp.rglob("*"), *node.data.rglob("*")] if p.is_file()]
+    assert any(p.name.startswith("runtime_env_agent") for p in files)
+    return [str(p) for p in files if secret.encode() in p.read_bytes()]
 
 
 def test_the_smoke_gate_without_the_dashboard_s_token_is_refused_at_once(
@@ -172,6 +183,8 @@ def test_the_job_nccl_gate_forms_one_group_over_every_gpu_with_gib(
     assert measured["wrong_values"] == "0"
     # The scenario's fabric (344.46 GB/s) less the stand-in's 20 us a call, at 8 GiB.
     assert float(measured["all_gather_busbw"]) == pytest.approx(344.46, rel=0.002)
+    # Its 8 actors got the driver's environment, without the dashboard's token.
+    assert not files_holding(ray_node, ray_node.token)
     # The gate's other way to the driver's log (where the job API's agent has no line of it):
     # Ray's log API for the file on the driver's node, through the same token.
     submission = f"{env['SUBMISSION_PREFIX']}-6f1d2c3b"

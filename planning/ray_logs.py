@@ -31,6 +31,10 @@ NO_TOKEN_VOLUME: Final = "ray-logs-no-token"  # noqa: S105 - a volume name
 TOKEN_MOUNT: Final = "/var/run/secrets/kubernetes.io/serviceaccount"  # noqa: S105 - a folder
 """Where Kubernetes mounts the pod's service-account token in every container that has nothing
 mounted there: an autoscaling head has one (for Ray's autoscaler); the sidecar does not."""
+STATE_VOLUME: Final = "ray-logs-state"
+STATE_DIR: Final = "/var/lib/nemo-rl-gke/ray-logs"
+"""The sidecar's read positions: an emptyDir lives as long as the pod, so a restarted sidecar
+goes on where it stopped instead of sending and copying every file again."""
 RAY_TEMP_VOLUME: Final = "ray-logs"
 """The Ray container's /tmp/ray emptyDir, which the sidecar reads."""
 RAY_TEMP_DIR: Final = "/tmp/ray"  # noqa: S108 - Ray's temp folder inside the pod
@@ -90,9 +94,11 @@ def shipper_container(
         {"name": "RAY_LOGS_RAY_DIR", "value": RAY_TEMP_DIR},
         {"name": "RAY_LOGS_CLOUD", "value": "1" if shipping.cloud_logging else "0"},
         {"name": "RAY_LOGS_INTERVAL_SECONDS", "value": str(SHIPPER_INTERVAL_SECONDS)},
+        {"name": "RAY_LOGS_STATE_DIR", "value": STATE_DIR},
     ]
     mounts: list[dict[str, Any]] = [
         {"name": RAY_TEMP_VOLUME, "mountPath": RAY_TEMP_DIR, "readOnly": True},
+        {"name": STATE_VOLUME, "mountPath": STATE_DIR},
         {"name": SHIPPER_VOLUME, "mountPath": SHIPPER_MOUNT, "readOnly": True},
         {"name": NO_TOKEN_VOLUME, "mountPath": TOKEN_MOUNT, "readOnly": True},
     ]
@@ -122,10 +128,12 @@ def shipper_container(
 
 
 def shipper_volumes() -> list[dict[str, Any]]:
-    """The pod volumes of the sidecar: its program, and the empty folder over the token's."""
+    """The pod volumes of the sidecar: its program, the empty folder over the token's, and its
+    read positions."""
     return [
         {"name": SHIPPER_VOLUME, "configMap": {"name": SHIPPER_CONFIG_MAP}},
         {"name": NO_TOKEN_VOLUME, "emptyDir": {"sizeLimit": "1Mi"}},
+        {"name": STATE_VOLUME, "emptyDir": {"sizeLimit": "16Mi"}},
     ]
 
 

@@ -17,8 +17,16 @@ after it) and, every few seconds and once more when it is told to stop:
   pod that is gone leaves its logs in the run's folder, at most one interval behind.
 
 Files are followed by inode: a file Ray rotates (`raylet.out` -> `raylet.out.1`) is not shipped
-twice, and the new `raylet.out` continues the same copy. Standard library only; it needs
-nothing of the pod but the two folders.
+twice, and the new `raylet.out` continues the same copy. The read positions are saved after
+every round in a folder of the pod (an emptyDir), so a restarted sidecar goes on where it was
+instead of sending and appending every file again.
+
+Secrets never leave: in every line, sent or copied, the value of a secret-like name (`..._TOKEN`,
+`..._KEY`, `SECRET`, `PASSWORD`, `CREDENTIALS`, as `"NAME": "value"`, `'NAME': 'value'` or
+`NAME=value`), a bearer credential and a Hugging Face token are replaced by `[redacted]`. Ray's
+runtime-env agent logs every runtime env with its environment variables, which NeMo RL fills
+with the driver's whole environment. Standard library only; it needs nothing of the pod but
+its folders.
 """
 
 from __future__ import annotations
@@ -56,6 +64,35 @@ PYTHON_LEVEL = re.compile(r"^\S+ \S+\s+(DEBUG|INFO|WARNING|ERROR|CRITICAL)\b")
 NATIVE_LEVEL = re.compile(r"^\[\S+ \S+ ([DIWEF]) \d+ \d+\]")
 """Ray's C++ logging format: `[2026-12-07 01:02:03,123 I 12 34] file.cc:56: message`."""
 NATIVE_SEVERITY = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
+REDACTED = "[redacted]"
+ENV_SECRET = (
+    r"[A-Z0-9_]*(?:TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|SECRET|PASSWORD|PASSWD|CREDENTIALS?)"  # noqa: S105 - a pattern of names
+    r"[A-Z0-9_]*"
+)
+"""An environment variable whose value is a secret (RAY_AUTH_TOKEN, HF_TOKEN, WANDB_API_KEY,
+AWS_SECRET_ACCESS_KEY, ...; RAY_AUTH_TOKEN_PATH too: a path lost from a log costs nothing)."""
+KEY_SECRET = r"[a-z0-9_]*(?:token|password|secret|api_?key)"  # noqa: S105 - a pattern
+"""A lower-case key that ends in a secret's name (`"token": ...`, not `"max_tokens": ...`)."""
+QUOTE = r"""\\*["']"""
+"""A quote, also escaped inside a JSON string (`\\"NAME\\": ...`)."""
+SECRETS = (
+    # "NAME": "value", 'NAME': 'value', "key": "value".
+    re.compile(rf"""({QUOTE}(?:{ENV_SECRET}|{KEY_SECRET}){QUOTE}\s*[:=]\s*{QUOTE})[^"'\\]+"""),
+    # NAME=value (a shell line, an environment listing).
+    re.compile(rf"""(\b{ENV_SECRET}=)[^\s"',;&]+"""),
+    # Authorization: Bearer value.
+    re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
+    # A Hugging Face user access token anywhere.
+    re.compile(r"()\bhf_[A-Za-z0-9]{30,}\b"),
+)
+"""Where a secret's value stands in a line: what to keep before it (group 1)."""
+
+
+def redact(line: str) -> str:
+    """The line with every secret's value replaced by REDACTED."""
+    for pattern in SECRETS:
+        line = pattern.sub(lambda m: m.group(1) + REDACTED, line)
+    return line
 
 
 def severity(line: str) -> str | None:
@@ -106,6 +143,25 @@ class Followed:
     """The severity of the record being read: its continuation lines (a multi-line record, a
     traceback) have it too."""
 
+    def saved(self) -> dict[str, Any]:
+        """What a restarted sidecar needs: the position of the last whole line read."""
+        return {
+            "name": self.name,
+            "offset": self.offset - len(self.partial),
+            "context": self.context,
+            "severity": self.severity,
+        }
+
+    @classmethod
+    def restored(cls, saved: dict[str, Any]) -> Followed:
+        """A file's state as saved (its unfinished line is read again)."""
+        return cls(
+            str(saved["name"]),
+            int(saved["offset"]),
+            context={str(k): str(v) for k, v in dict(saved.get("context", {})).items()},
+            severity=str(saved.get("severity", "DEFAULT")),
+        )
+
 
 @dataclass
 class Shipper:
@@ -121,6 +177,42 @@ class Shipper:
     """The last round left unread bytes in some file (it read a whole chunk)."""
     copy_failed: set[Path] = field(default_factory=set)
     """Copies that could not be written (said once each)."""
+    state_file: Path | None = None
+    """Where the read positions are kept across a restart of the sidecar (None: not kept)."""
+
+    def __post_init__(self) -> None:
+        self.followed.update(self.load())
+
+    def load(self) -> dict[tuple[str, int], Followed]:
+        """The positions a previous run of the sidecar saved (none if unreadable)."""
+        if self.state_file is None:
+            return {}
+        try:
+            saved = json.loads(self.state_file.read_text(encoding="utf-8"))
+            return {
+                (str(item["session"]), int(item["inode"])): Followed.restored(item)
+                for item in saved
+            }
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return {}
+
+    def save(self) -> None:
+        """Keep the positions (written aside, then renamed: a sidecar killed mid-write leaves
+        the last whole state)."""
+        if self.state_file is None:
+            return
+        items = [
+            {"session": session, "inode": inode, **state.saved()}
+            for (session, inode), state in self.followed.items()
+        ]
+        aside = self.state_file.with_suffix(".tmp")
+        try:
+            self.state_file.parent.mkdir(parents=True, exist_ok=True)
+            aside.write_text(json.dumps(items), encoding="utf-8")
+            aside.replace(self.state_file)
+        except OSError as error:
+            entry = {"severity": "WARNING", "message": f"cannot keep read positions: {error}"}
+            self.out.write(json.dumps(entry) + "\n")
 
     def session_logs(self) -> tuple[str, Path] | None:
         """(session name, its logs folder), or None before Ray has started."""
@@ -156,6 +248,8 @@ class Shipper:
             read = self.ship(session, path, state, final=final)
             self.behind = self.behind or read == READ_CHUNK
             shipped += read
+        if shipped:
+            self.save()
         return shipped
 
     def ship(self, session: str, path: Path, state: Followed, *, final: bool) -> int:
@@ -168,19 +262,26 @@ class Shipper:
             return 0
         if not data:
             if final and state.partial:
-                self.emit(state, state.partial)
+                tail = redact(state.partial.decode("utf-8", errors="replace"))
+                if self.copy_dir is not None:
+                    self.copy(self.copy_dir / session / state.name, tail.encode())
+                self.emit(state, tail)
                 state.partial = b""
             return 0
         state.offset += len(data)
-        if self.copy_dir is not None:
-            self.copy(self.copy_dir / session / state.name, data)
         text = state.partial + data
         lines = text.split(b"\n")
         state.partial = lines.pop()
+        last = b""
         if final and state.partial and len(data) < READ_CHUNK:
-            lines.append(state.partial)
-            state.partial = b""
-        for line in lines:
+            last, state.partial = state.partial, b""
+        # Whole lines only, each with its secrets redacted; an unfinished last line waits for
+        # its end (or for the sidecar's stop).
+        cleaned = [redact(line.decode("utf-8", errors="replace")) for line in [*lines, last]]
+        if self.copy_dir is not None and (lines or last):
+            copied = "\n".join(cleaned[:-1]) + ("\n" if lines else "") + cleaned[-1]
+            self.copy(self.copy_dir / session / state.name, copied.encode())
+        for line in cleaned[: len(lines)] + ([cleaned[-1]] if last else []):
             self.emit(state, line)
         return len(data)
 
@@ -198,9 +299,9 @@ class Shipper:
                 entry = {"severity": "ERROR", "message": f"cannot copy to {target}: {error}"}
                 self.out.write(json.dumps(entry) + "\n")
 
-    def emit(self, state: Followed, line: bytes) -> None:
+    def emit(self, state: Followed, line: str) -> None:
         """One structured entry on the container's output (GKE's agent sends it on)."""
-        message = line.decode("utf-8", errors="replace").rstrip("\r")
+        message = line.rstrip("\r")
         found = marker(message)
         if found is not None:
             label, value = found
@@ -222,7 +323,7 @@ class Shipper:
 
 def settings(env: dict[str, str]) -> tuple[Path, Path | None, bool, str, float]:
     """(Ray's temp folder, the pod's copy folder or None, send to Cloud Logging, run, interval)
-    from the container's environment."""
+    from the container's environment (RAY_LOGS_STATE_DIR is read by main)."""
     ray_dir = Path(env.get("RAY_LOGS_RAY_DIR", "/tmp/ray"))  # noqa: S108 - Ray's temp folder
     copy_root = env.get("RAY_LOGS_COPY_DIR", "")
     pod = env.get("POD_NAME") or env.get("HOSTNAME", "pod")
@@ -239,7 +340,9 @@ def settings(env: dict[str, str]) -> tuple[Path, Path | None, bool, str, float]:
 def main() -> int:
     """Ship every interval until SIGTERM, then ship what is left once more."""
     ray_dir, copy_dir, to_cloud, run, interval = settings(dict(os.environ))
-    shipper = Shipper(ray_dir, copy_dir, to_cloud, run)
+    state_dir = os.environ.get("RAY_LOGS_STATE_DIR", "")
+    state_file = Path(state_dir) / "positions.json" if state_dir else None
+    shipper = Shipper(ray_dir, copy_dir, to_cloud, run, state_file=state_file)
     stopping = False
 
     def stop(_signum: int, _frame: object) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.harness import REPO
-from workload.ray_logs import LABELS_KEY, READ_CHUNK, Shipper
+from workload.ray_logs import LABELS_KEY, READ_CHUNK, Shipper, redact
 
 SCRIPT = REPO / "workload" / "ray_logs.py"
 
@@ -271,3 +271,142 @@ def test_a_copy_it_cannot_write_is_said_once_and_the_lines_still_go_out(tmp_path
     assert len(errors) == 1
     assert errors[0]["message"].startswith(f"cannot copy to {blocked}/")
     assert [e["message"] for e in found if e["severity"] != "ERROR"] == ["one", "two"]
+
+
+@pytest.mark.parametrize(
+    ("line", "kept"),
+    [
+        # Ray 2.55.1's runtime-env agent (runtime_env_agent.py:378), as it wrote it here.
+        (
+            'INFO runtime_env_agent.py:378 -- Creating runtime env: {"env_vars": {"HOME":'
+            ' "/root", "HF_TOKEN": "hf_s3cr3t", "RAY_AUTH_TOKEN": "s3cr3t"}}',
+            'INFO runtime_env_agent.py:378 -- Creating runtime env: {"env_vars": {"HOME":'
+            ' "/root", "HF_TOKEN": "[redacted]", "RAY_AUTH_TOKEN": "[redacted]"}}',
+        ),
+        # The serialized runtime env inside a JSON string (the State API's and Ray's protos).
+        (
+            '"serialized_runtime_env": "{\\"env_vars\\": {\\"WANDB_API_KEY\\": \\"s3cr3t\\"}}"',
+            '"serialized_runtime_env": "{\\"env_vars\\": {\\"WANDB_API_KEY\\": \\"[redacted]\\"}}"',
+        ),
+        (
+            "export HF_TOKEN=s3cr3t && run max_new_tokens=512",
+            "export HF_TOKEN=[redacted] && run max_new_tokens=512",
+        ),
+        ("{'token': 's3cr3t', 'max_tokens': '5'}", "{'token': '[redacted]', 'max_tokens': '5'}"),
+        ("Authorization: Bearer s3cr3ts3cr3t", "Authorization: Bearer [redacted]"),
+        ("login with hf_" + "A" * 34 + " now", "login with [redacted] now"),
+        ("step 3/10 loss 0.42 tokens 51234", "step 3/10 loss 0.42 tokens 51234"),
+    ],
+)
+def test_a_secret_s_value_never_leaves_a_line(line: str, kept: str) -> None:
+    assert redact(line) == kept
+
+
+CARELESS_DRIVER = textwrap.dedent(
+    """
+    import os, sys, ray
+    # What NeMo RL does with the driver's environment (virtual_cluster.py): every variable goes
+    # into the runtime env, here with the secrets a careless driver would still hold.
+    ray.init(address="auto", runtime_env={"env_vars": dict(os.environ)})
+
+    @ray.remote
+    class Worker:
+        def hello(self):
+            print("worker sees HF_TOKEN=" + os.environ["HF_TOKEN"])
+            return 1
+
+    assert ray.get(Worker.remote().hello.remote()) == 1
+    """
+)
+
+
+def test_no_secret_of_a_real_ray_session_is_shipped_or_copied(tmp_path: Path) -> None:
+    """Real Ray 2.55.1 in token mode (as KubeRay 1.7 starts it) and a driver that forwards
+    the dashboard's token, an HF token and a W&B key into a runtime env: Ray's own files hold
+    them (runtime_env_agent.log, the worker's print); the sidecar sends and copies every line
+    of the session, none of those values."""
+    pytest.importorskip("ray")
+    ray_dir = Path("/tmp") / f"rs{os.getpid()}"  # short: Ray's socket paths live under it
+    secrets_ = {
+        "RAY_AUTH_TOKEN": "raytok" + os.urandom(12).hex(),
+        "HF_TOKEN": "hf_" + os.urandom(17).hex(),
+        "WANDB_API_KEY": os.urandom(20).hex(),
+    }
+    env = {
+        **os.environ,
+        **secrets_,
+        "RAY_AUTH_MODE": "token",
+        "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    ray = [str(Path(sys.executable).parent / "ray")]
+    try:
+        subprocess.run(
+            [
+                *ray,
+                "start",
+                "--head",
+                "--port=0",
+                "--num-cpus=1",
+                "--include-dashboard=false",
+                f"--temp-dir={ray_dir}",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+            env=env,
+            cwd=tmp_path,
+        )
+        driver = subprocess.run(
+            [sys.executable, "-c", CARELESS_DRIVER],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+            cwd=tmp_path,
+        )
+        assert driver.returncode == 0, driver.stderr[-2000:]
+        written = [p for p in ray_dir.rglob("*") if p.is_file() and not p.is_symlink()]
+        leaky = {p.name for p in written if secrets_["RAY_AUTH_TOKEN"].encode() in p.read_bytes()}
+        assert "runtime_env_agent.log" in leaky  # Ray writes it: the sidecar must not ship it
+        out = io.StringIO()
+        ship = Shipper(ray_dir, tmp_path / "copy", True, "grpo-1", out=out)
+        while ship.round(final=True):
+            pass
+    finally:
+        subprocess.run([*ray, "stop", "--force"], check=False, capture_output=True, env=env)
+        subprocess.run(["rm", "-rf", str(ray_dir)], check=False)
+    shipped = out.getvalue()
+    copied = [p.read_text(errors="replace") for p in (tmp_path / "copy").rglob("*") if p.is_file()]
+    assert "Creating runtime env" in shipped
+    assert any("Creating runtime env" in c for c in copied)
+    assert "worker sees HF_TOKEN=[redacted]" in shipped
+    for name, value in secrets_.items():
+        assert value not in shipped, name
+        assert not [c for c in copied if value in c], name
+
+
+def test_a_restarted_sidecar_goes_on_where_it_stopped(tmp_path: Path) -> None:
+    """Killed between rounds (OOM, a node-pressure restart), the sidecar starts again in the
+    same pod: its positions are in the pod's emptyDir, so nothing is sent or copied twice."""
+    logs = session(tmp_path / "ray")
+    (logs / "raylet.out").write_text("one\ntwo\nthree, unfinished")
+    state = tmp_path / "state" / "positions.json"
+    first = io.StringIO()
+    Shipper(
+        tmp_path / "ray", tmp_path / "copy", True, "grpo-1", out=first, state_file=state
+    ).round()
+    with (logs / "raylet.out").open("a") as handle:
+        handle.write(" now finished\nfour\n")
+    second = io.StringIO()
+    Shipper(
+        tmp_path / "ray", tmp_path / "copy", True, "grpo-1", out=second, state_file=state
+    ).round()
+    assert [e["message"] for e in entries(first)] == ["one", "two"]
+    assert [e["message"] for e in entries(second)] == ["three, unfinished now finished", "four"]
+    (copied,) = (tmp_path / "copy").glob("*/raylet.out")
+    assert copied.read_text() == (logs / "raylet.out").read_text()
+    # Without the saved positions (a sidecar of the earlier kind) everything goes again.
+    again = io.StringIO()
+    Shipper(tmp_path / "ray", tmp_path / "copy2", True, "grpo-1", out=again).round()
+    assert len(entries(again)) == 4

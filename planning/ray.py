@@ -649,21 +649,44 @@ def driver_log(run: GrpoRun) -> str:
 
 
 TENSORBOARD_PORT = 6006
+TENSORBOARD_PID = "/tmp/nemo-rl-gke-tensorboard.pid"
+TENSORBOARD_LOG = "/tmp/nemo-rl-gke-tensorboard.log"
+TENSORBOARD_READY_SECONDS = 60
+
+
+def curves_board_script() -> str:
+    """What runs in the Ray head for the curves: TensorBoard over the folder given as $1, on
+    the pod's loopback. One server at a time: the one an earlier call started (its process
+    group, from the PID file) is stopped first, otherwise the new one cannot bind the port and
+    the port-forward shows the old run. It returns once the new server listens, or fails with
+    its log."""
+    wait = TENSORBOARD_READY_SECONDS * 5
+    return (
+        f"if [ -s {TENSORBOARD_PID} ]; then old=$(cat {TENSORBOARD_PID});"
+        ' kill -- "-$old" 2>/dev/null;'
+        f' for _ in $(seq {wait}); do kill -0 -- "-$old" 2>/dev/null || break; sleep 0.2; done;'
+        " fi;"
+        f" cd {NEMO_RL_DIR} && : > {TENSORBOARD_LOG} &&"
+        ' { setsid nohup uv run tensorboard --logdir "$1" --host 127.0.0.1'
+        f" --port {TENSORBOARD_PORT} > {TENSORBOARD_LOG} 2>&1 < /dev/null &"
+        f" echo $! > {TENSORBOARD_PID}; }};"
+        f" for _ in $(seq {wait}); do grep -q 'at http://127.0.0.1:{TENSORBOARD_PORT}'"
+        f' {TENSORBOARD_LOG} && exit 0; kill -0 "$(cat {TENSORBOARD_PID})" 2>/dev/null || break;'
+        f" sleep 0.2; done; cat {TENSORBOARD_LOG} >&2; exit 1"
+    )
 
 
 def curves_command(namespace: str, cluster: str, run: GrpoRun) -> str:
-    """TensorBoard over the run's logs, started on the Ray head (the image has it: NeMo RL's
-    logger writes with it) on the pod's loopback only, reached through a port-forward: nothing
-    is opened to the cluster."""
+    """TensorBoard over a run's logs (the stack's run, or RUN_LOGS), started on the Ray head
+    (the image has it: NeMo RL's logger writes with it) on the pod's loopback only, reached
+    through a port-forward: nothing is opened to the cluster."""
     head = f"ray.io/cluster={cluster},ray.io/node-type=head"
-    board = (
-        f"cd {NEMO_RL_DIR} && nohup uv run tensorboard --logdir {shlex.quote(run.log_dir)}"
-        f" --host 127.0.0.1 --port {TENSORBOARD_PORT} > /tmp/tensorboard.log 2>&1 &"
-    )
     return (
-        f"HEAD=$(kubectl -n {namespace} get pod -l {head} -o name) && kubectl -n {namespace} exec"
-        f' "$HEAD" -c ray-head -- bash -c {shlex.quote(board)} && kubectl -n {namespace}'
-        f' port-forward "$HEAD" {TENSORBOARD_PORT}:{TENSORBOARD_PORT}'
+        f'RUN_LOGS="${{RUN_LOGS:-{run.log_dir}}}" && HEAD=$(kubectl -n {namespace} get pod -l'
+        f" {head} -o name) && kubectl -n {namespace} exec"
+        f' "$HEAD" -c ray-head -- bash -c {shlex.quote(curves_board_script())} curves'
+        f' "$RUN_LOGS" && kubectl -n {namespace} port-forward "$HEAD"'
+        f" {TENSORBOARD_PORT}:{TENSORBOARD_PORT}"
     )
 
 

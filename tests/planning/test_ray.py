@@ -13,6 +13,7 @@ from planning.ray import (
     IMAGE_CUDA,
     IMAGE_RAY,
     GrpoRun,
+    curves_board_script,
     curves_command,
     dashboard_token_command,
     gib_setup_steps,
@@ -207,18 +208,15 @@ def test_gated_models() -> None:
 def test_the_curves_command_shows_the_run_s_logs_on_localhost_only() -> None:
     planned = run()
     command = curves_command("nemo-rl", "nemo-rl", planned)
-    first, rest = command.split(" && ", 1)
+    logs, head, rest = command.split(" && ", 2)
     start, forward = rest.rsplit(" && ", 1)
-    assert first == (
+    assert logs == f'RUN_LOGS="${{RUN_LOGS:-{planned.log_dir}}}"'
+    assert head == (
         "HEAD=$(kubectl -n nemo-rl get pod -l ray.io/cluster=nemo-rl,ray.io/node-type=head -o name)"
     )
     words = shlex.split(start)
     assert words[:7] == ["kubectl", "-n", "nemo-rl", "exec", "$HEAD", "-c", "ray-head"]
-    board = shlex.split(words[-1])
-    at = board.index("tensorboard")
-    assert board[at + 1 : at + 7] == [
-        "--logdir", planned.log_dir, "--host", "127.0.0.1", "--port", "6006"
-    ]  # fmt: skip
+    assert words[-4:] == ["-c", curves_board_script(), "curves", "$RUN_LOGS"]
     assert shlex.split(forward) == [
         "kubectl", "-n", "nemo-rl", "port-forward", "$HEAD", "6006:6006"
     ]  # fmt: skip

@@ -24,15 +24,16 @@ Written from what NeMo RL v0.7.0 is documented to do with Ray (SOURCE.md: `examp
 - each actor reports its GPU ids, CUDA_VISIBLE_DEVICES, the NCCL / gIB variables and library
   path it sees, whether its node holds the policy model in the Hugging Face cache, and its
   NUMA map line; on a node of an RDMA GPU it must see NCCL told to use gIB with the plugin there;
-- the Hub: the driver loads the dataset and every worker resolves the model through the Hub
-  unless `HF_HUB_OFFLINE` is on; there is no Hub here, so a run that is not offline fails naming
-  who would have called it, and an offline run needs the model and the dataset in the cache
-  (the driver's script downloads them first);
+- the Hub: every worker resolves the model through the Hub unless `HF_HUB_OFFLINE` is on, so a
+  run that is not offline fails naming who would have called it, and an offline run needs the
+  model in the cache (the driver's script downloads it first); the driver loads GSM8K with the
+  real `datasets` (4.8.5, the image's), which offline finds only what the driver prepared;
 - the driver writes its log and the actors' reports under `logger.log_dir`, checkpoints under
   `checkpointing.checkpoint_dir` (when enabled) every `save_period` steps and at the end, as
-  NeMo RL lays them out (`tmp_step_N` renamed `step_N` when complete, the newest `keep_top_k`
-  kept), resumes from the newest complete `step_N`, and exits non-zero when an actor got no GPU
-  or no gIB environment (or did not start at all).
+  NeMo RL lays them out (`tmp_step_N` renamed `step_N` when complete; NeMo RL's retention, the
+  `keep_top_k` best by `val:accuracy` plus the latest, is not imitated: there is no validation
+  here, and every save stays), resumes from the newest complete `step_N`, and exits non-zero
+  when an actor got no GPU or no gIB environment (or did not start at all).
 """
 
 from __future__ import annotations
@@ -306,7 +307,7 @@ def main() -> int:
         shard(int(cfg.policy.train_global_batch_size), shards)
         say(f"step {step}/{steps} (stand-in: no training)")
         if checkpoints is not None and ((period and step % period == 0) or step == steps):
-            save_checkpoint(checkpoints, step, model, actors, cfg.checkpointing.keep_top_k)
+            save_checkpoint(checkpoints, step, model, actors)
     say(f"done: {len(reports)} workers on {len({r['node_ip'] for r in reports})} nodes")
     return 0
 
@@ -316,21 +317,16 @@ EXIT_DURING_SAVE = "NEMO_RL_STANDIN_EXIT_DURING_SAVE"
 folder is renamed), as a killed pod would."""
 
 
-def save_checkpoint(
-    folder: Path, step: int, model: str, actors: list[Any], keep: int | None
-) -> None:
-    """NeMo RL's layout (`checkpoint.py`): everything goes into `tmp_step_N`, which is renamed
-    `step_N` once complete (a leftover `tmp_step_N` of a dead save is replaced); every worker
+def save_checkpoint(folder: Path, step: int, model: str, actors: list[Any]) -> None:
+    """NeMo RL v0.7.0's layout (`checkpoint.py` init_tmp_checkpoint, finalize_checkpoint):
+    everything goes into `tmp_step_N` (a leftover of a dead save is written into again, not
+    emptied: `mkdir(exist_ok=True)`), which is renamed `step_N` once complete; every worker
     saves the policy's tokenizer there, as v0.7.0 does on every rank (the `writers` file of
-    the transformers stand-in shows who wrote); then only the newest
-    `keep_top_k` `step_N` are kept (the stand-in has no validation metric to rank them)."""
-    import shutil
-
+    the transformers stand-in shows who wrote). No save is removed (see the module's note)."""
     import ray
 
     tmp, final = folder / f"tmp_step_{step}", folder / f"step_{step}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "policy").mkdir(parents=True)
+    (tmp / "policy").mkdir(parents=True, exist_ok=True)
     ray.get([a.save_tokenizer.remote(str(tmp / "policy" / "tokenizer"), model) for a in actors])
     (tmp / "training_info.json").write_text(
         json.dumps({"step": step, "model": model, "standin": STANDIN}), encoding="utf-8"
@@ -340,9 +336,6 @@ def save_checkpoint(
         os._exit(137)
     tmp.rename(final)
     say(f"saved the checkpoint of step {step}")
-    if keep:
-        for old in sorted(folder.glob("step_*"), key=lambda p: int(p.name[5:]))[:-keep]:
-            shutil.rmtree(old)
 
 
 class _Worker:

@@ -257,7 +257,7 @@ def test_a_run_killed_during_a_save_resumes_from_its_last_complete_checkpoint(
     assert "resuming from the checkpoint of step 10" in log
     assert "step 11/25" in log
     assert "step 10/25" in log.split("resuming", 1)[0]
-    # A save that died is replaced, never resumed from; the newest three are kept.
+    # A save that died is written again, never resumed from.
     assert sorted(p.name for p in checkpoints.iterdir()) == ["step_10", "step_20", "step_25"]
     info = json.loads((checkpoints / "step_20" / "training_info.json").read_text())
     assert info["step"] == 20
@@ -265,4 +265,5 @@ def test_a_run_killed_during_a_save_resumes_from_its_last_complete_checkpoint(
     # tokenizer (NeMo RL v0.7.0 has every rank write it; test_sitecustomize.py shows both).
     for step in ("step_20", "step_25"):
         writers = (checkpoints / step / "policy" / "tokenizer" / "writers").read_text()
-        assert [w.split(" ", 1)[1] for w in writers.splitlines()] == ["rank 0"], writers
+        # step_20 was written twice: by the attempt that died in its save, then again.
+        assert {w.split(" ", 1)[1] for w in writers.splitlines()} == {"rank 0"}, writers

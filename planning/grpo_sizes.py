@@ -54,9 +54,16 @@ def data_parallel(shape: RecipeShape, nodes: int, gpus_per_node: int) -> int:
 
 
 def divides_batch(shape: RecipeShape, nodes: int, gpus_per_node: int) -> bool:
-    """Whether NeMo RL can shard this recipe's batches over these GPUs."""
+    """Whether NeMo RL can shard this recipe's batches over these GPUs. Its third rule is the
+    recipe's own: a step's samples are trained in whole global batches (`grpo.py` asserts
+    `total % batch_size == 0` over the step's samples and `train_global_batch_size`)."""
     dp = data_parallel(shape, nodes, gpus_per_node)
-    return dp > 0 and shape.train_global_batch_size % dp == 0 and shape.samples_per_step % dp == 0
+    return (
+        dp > 0
+        and shape.train_global_batch_size % dp == 0
+        and shape.samples_per_step % dp == 0
+        and shape.samples_per_step % shape.train_global_batch_size == 0
+    )
 
 
 def shapes_that_fit(

@@ -181,3 +181,12 @@ def test_the_stand_in_shards_as_nemo_rl_does(nodes: int, gpus: int, ok: bool) ->
         return
     with pytest.raises(AssertionError, match=r"Batch size \(2048\) is not a multiple of shards"):
         shard(shape.samples_per_step, shards)
+
+
+def test_a_step_s_samples_must_fill_whole_global_batches() -> None:
+    """NeMo RL's third batch rule (grpo.py: the step's samples over `train_global_batch_size`):
+    512 samples in batches of 384 split over one GPU as over any, and still cannot train."""
+    shape = RecipeShape(prompts_per_step=32, generations_per_prompt=16, train_global_batch_size=384)
+    assert not divides_batch(shape, 1, 1)
+    assert not divides_batch(shape, 2, 8)
+    assert divides_batch(RecipeShape(32, 16, 256), 2, 8)

@@ -606,6 +606,32 @@ def dataset_prepare() -> str:
     return f"uv run python -c {shlex.quote(DATASET_PREPARE)}"
 
 
+SAVE_BY_VARIABLE = "NEMO_RL_GKE_CLEAR_UNTIL"
+"""Set on a submitted run that has an expected length (tools/submit_run.py --hours): the Unix
+time its workers' nodes are free of host maintenance until."""
+SAVE_BY_MARGIN_SECONDS = 30 * 60
+"""Kept before that time: NeMo RL's timer starts with its training loop, after the model load
+and vLLM's start (minutes to a quarter of an hour on 8B), and the save itself takes minutes."""
+
+
+def save_by_steps() -> list[Step]:
+    """With SAVE_BY_VARIABLE set, NeMo RL's one-time save-and-stop before the window ends
+    (`checkpointing.checkpoint_must_save_by`, DD:HH:MM:SS from the training loop's start: it
+    saves when the next step would pass it, then stops), so the window's end never costs more
+    than a save interval. A run that starts with less than the margin left stops at once."""
+    left = f"$(( ${SAVE_BY_VARIABLE} - $(date +%s) - {SAVE_BY_MARGIN_SECONDS} ))"
+    return [
+        (
+            f'if [ -n "${{{SAVE_BY_VARIABLE}:-}}" ]; then left={left} && [ "$left" -gt 0 ]'
+            " && export NEMO_RL_GKE_SAVE_BY=checkpointing.checkpoint_must_save_by=$(printf"
+            " '%02d:%02d:%02d:%02d' $((left / 86400)) $((left % 86400 / 3600))"
+            " $((left % 3600 / 60)) $((left % 60))); fi",
+            f"the run's maintenance-free window ({SAVE_BY_VARIABLE}) ends within"
+            f" {SAVE_BY_MARGIN_SECONDS // 60} minutes: submit it again with its --hours",
+        )
+    ]
+
+
 def grpo_script_text(run: GrpoRun) -> str:
     """The shell script of the job's driver: a clean environment, the tokens as files, the
     node's GPU setup, the model and the dataset in the shared cache, then NeMo RL's GRPO example
@@ -630,6 +656,7 @@ def grpo_script_text(run: GrpoRun) -> str:
             else model_download(run.model),
             dataset_prepare(),
             f"export {' '.join(OFFLINE_ENV)}",
+            *save_by_steps(),
         ]
     )
     config = shlex.quote(run.config)
@@ -639,7 +666,8 @@ def grpo_script_text(run: GrpoRun) -> str:
     log = shlex.quote(driver_log(run))
     return (
         f"{steps} && set -o pipefail && uv run python {grpo_script(run.image)} --config {config}"
-        f" {args} 2>&1 | {{ tee -a {log} || true; }}"
+        f' {args} ${{NEMO_RL_GKE_SAVE_BY:+"$NEMO_RL_GKE_SAVE_BY"}}'
+        f" 2>&1 | {{ tee -a {log} || true; }}"
     )
 
 

@@ -15,11 +15,13 @@ import copy
 import json
 import math
 import re
+import shlex
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any, Final
 
 from planning.kube import avoid_maintenance_affinity
+from planning.ray import SAVE_BY_VARIABLE
 
 MAX_RAYJOB_NAME: Final = 47
 """KubeRay's longest RayJob name (its cluster's name adds 6 characters to it)."""
@@ -68,11 +70,21 @@ def own_run(manifest: Mapping[str, Any], name: str) -> dict[str, Any]:
     return job
 
 
+def with_clear_until(entrypoint: str, until: int) -> str:
+    """The driver script told when the run's window ends: it has NeMo RL save and stop before
+    then (planning.ray.save_by_steps)."""
+    words = shlex.split(entrypoint)
+    if len(words) != 3 or words[:2] != ["bash", "-c"]:
+        raise SubmissionError("the manifest's entrypoint is not the stack's driver script")
+    return f"bash -c {shlex.quote(f'export {SAVE_BY_VARIABLE}={until} && {words[2]}')}"
+
+
 def submission(
     manifest: Mapping[str, Any], name: str, *, now: int, hours: float | None
 ) -> dict[str, Any]:
     """The RayJob to create: the manifest under `name`; with `hours`, its workers also accept
-    nodes whose maintenance starts after the run is expected to end."""
+    nodes whose maintenance starts after the run is expected to end, and its driver has NeMo
+    RL save and stop before then."""
     if len(name) > MAX_RAYJOB_NAME or not NAME.match(name):
         raise SubmissionError(
             f"--name {name!r}: a RayJob name is at most {MAX_RAYJOB_NAME} characters of a-z,"
@@ -86,6 +98,7 @@ def submission(
         return job
     until = clear_until(now, hours)
     job["metadata"].setdefault("annotations", {})[CLEAR_UNTIL_ANNOTATION] = str(until)
+    job["spec"]["entrypoint"] = with_clear_until(str(job["spec"].get("entrypoint", "")), until)
     for group in job["spec"]["rayClusterSpec"].get("workerGroupSpecs", []):
         pod = group["template"]["spec"]
         # Only where the stack keeps workers off maintenance (ray.avoidMaintenance).

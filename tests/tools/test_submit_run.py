@@ -5,6 +5,7 @@ The real API server, Kueue and scheduler honouring it are in tests/engine."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -14,9 +15,12 @@ from typing import Any
 import pytest
 
 from planning.kube import SCHEDULED_MAINTENANCE_LABEL
+from planning.ray import SAVE_BY_MARGIN_SECONDS, SAVE_BY_VARIABLE
 from planning.submit_run import CLEAR_UNTIL_ANNOTATION, SubmissionError, submission
 from preflight.cli import Result
+from testbed.nemo_rl_standin.config_rules import apply_overrides, load_config
 from tests.harness import REPO, run_stack, stack_data, variant
+from tests.planning.test_ray_nemo_rl_configs import CONFIGS
 from tests.program.test_ray_schemas import crd_validator
 
 NOW = 1_800_000_000
@@ -72,6 +76,10 @@ def test_a_run_of_known_length_also_takes_nodes_whose_maintenance_comes_after_it
         (shipper,) = group["template"]["spec"]["initContainers"]
         env = {e["name"]: e.get("value") for e in shipper["env"]}
         assert (env["RAY_LOGS_RUN"], env["RAY_LOGS_COPY_DIR"]) == ("run-2", f"{new_dir}/logs/ray")
+    # The driver is told when the window ends (it has NeMo RL save before then).
+    script = shlex.split(job["spec"]["entrypoint"])[2]
+    assert script.startswith(f"export {SAVE_BY_VARIABLE}={until} && ")
+    job["spec"]["entrypoint"] = "bash -c " + shlex.quote(script.split(" && ", 1)[1])
     # Everything else is the published run's.
     job["metadata"]["name"] = template["metadata"]["name"]
     del job["metadata"]["annotations"][CLEAR_UNTIL_ANNOTATION]
@@ -156,3 +164,53 @@ def test_the_command_prints_the_submission_and_refuses_in_one_line(
     off = submit("--name", "run-2", "--print")
     assert off.returncode == 2
     assert "publishes no queued run" in off.stderr
+
+
+def driver_calls(job: dict[str, Any], tmp_path: Path) -> tuple[int, str, list[str]]:
+    """The submitted driver script, run with the image's tools stood in for (the run's
+    environment as its worker pod has it): its status, stderr and the `uv` calls it made."""
+    from tests.planning.test_ray_training_env import bash, job_driver_env, pod_env
+
+    group = job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
+    container = next(c for c in group["template"]["spec"]["containers"] if c["name"] != "ray-logs")
+    script = shlex.split(job["spec"]["entrypoint"])[2]
+    (tmp_path / "tokens").mkdir(exist_ok=True)
+    (tmp_path / "tokens" / "HF_TOKEN").write_text("hf_from_the_secret")
+    proc, _, calls = bash(script, job_driver_env(pod_env(container)), tmp_path, "driver")
+    return proc.returncode, proc.stderr, calls
+
+
+def test_a_run_of_known_length_saves_and_stops_before_its_window_ends(
+    b200: Result, tmp_path: Path
+) -> None:
+    """NeMo RL's one-time save (`checkpointing.checkpoint_must_save_by`, from its training
+    loop's start) set to the window's end less the start-up margin, when the driver starts."""
+    now = int(time.time())
+    job = submission(manifest(b200), "run-2", now=now, hours=48)
+    status, stderr, calls = driver_calls(job, tmp_path)
+    assert status == 0, stderr
+    (train,) = [c for c in calls if "run_grpo.py" in c]
+    (save_by,) = [w for w in shlex.split(train) if w.startswith("checkpointing.checkpoint_must")]
+    days, hours, minutes, seconds = (int(p) for p in save_by.split("=")[1].split(":"))
+    left = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    expected = 48 * 3600 - SAVE_BY_MARGIN_SECONDS - (int(time.time()) - now)
+    assert expected - 5 <= left <= expected + 5
+    # The key is one NeMo RL v0.7.0's configs have (its own parser takes the override).
+    cfg = apply_overrides(load_config(CONFIGS / "grpo_math_8B.yaml"), [save_by])
+    assert str(cfg.checkpointing.checkpoint_must_save_by) == save_by.split("=")[1]
+    # Without a length nothing changes: NeMo RL's default (null, never) stays.
+    unbounded = submission(manifest(b200), "run-3", now=now, hours=None)
+    status, stderr, calls = driver_calls(unbounded, tmp_path)
+    assert status == 0, stderr
+    assert "checkpoint_must_save_by" not in " ".join(calls)
+
+
+def test_a_run_that_starts_too_late_in_its_window_stops_naming_it(
+    b200: Result, tmp_path: Path
+) -> None:
+    """Queued for most of its window: starting would cross the maintenance it was to avoid."""
+    job = submission(manifest(b200), "run-2", now=int(time.time()) - 3600, hours=1.25)
+    status, stderr, calls = driver_calls(job, tmp_path)
+    assert status == 1
+    assert "maintenance-free window (NEMO_RL_GKE_CLEAR_UNTIL) ends within 30 minutes" in stderr
+    assert not [c for c in calls if "run_grpo.py" in c]

@@ -49,7 +49,7 @@ JOB_NCCL_SCRIPT: Final = "job_nccl.py"
 """The Ray driver (verify/gates/): needs ray and torch, which the NeMo RL image has."""
 JOB_NCCL_SIZES: Final = (1 << 20, 1 << 30, NCCL_MESSAGE_BYTES)
 """Bytes per call: 1 MiB (latency-bound), 1 GiB, and 8 GiB, the size the floor is set at."""
-JOB_NCCL_ITERATIONS = 5
+JOB_NCCL_ITERATIONS = 20
 JOB_NCCL_TIMEOUT_SECONDS = 20 * 60
 """The image is on the workers already; the GPUs may take a while to be free of the gates."""
 JOB_NCCL_READY_SECONDS = 300
@@ -138,6 +138,9 @@ def plan_job_nccl(
         Threshold("nodes_spanned", ">=", str(workers), "nodes", "the group crosses nodes"),
         Threshold("ranks_with_nccl_version", ">=", str(world), "ranks", "NCCL's version line"),
         Threshold("ranks_on_gib", ">=", str(world), "ranks", "`Using network gIB`, not sockets"),
+        Threshold(
+            "ranks_with_gdrdma", ">=", str(world), "ranks", "a `via NET/gIB/<n>/GDRDMA` channel"
+        ),
         Threshold("wrong_values", "<=", "0", "ranks", "all_gather and all_reduce results"),
     ]
     floor = nccl_min_busbw(inputs.gpu_type, settings)

@@ -33,6 +33,8 @@ class Scenario:
         default_factory=lambda: {"all_gather": 120.845, "all_reduce": 110.0}
     )
     socket_rank: bool = False
+    gdrdma: bool = True
+    """NCCL's gIB channels use GPUDirect RDMA (`via NET/gIB/<n>/GDRDMA`)."""
     fio_bw_bytes: dict[str, int] = field(
         default_factory=lambda: {"write": 6_000_000_000, "read": 7_000_000_000}
     )

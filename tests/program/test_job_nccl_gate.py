@@ -69,6 +69,7 @@ def test_rdma_stacks_judge_every_gpu_of_every_worker_on_gib(stack: str) -> None:
     assert judged["nodes_spanned"] == (">=", "2")
     assert judged["ranks_with_nccl_version"] == (">=", "16")
     assert judged["ranks_on_gib"] == (">=", "16")
+    assert judged["ranks_with_gdrdma"] == (">=", "16")
     assert judged["wrong_values"] == ("<=", "0")
     # The NCCL gate's floor: 85% of Google's all_gather figure at 8 GiB.
     assert judged["all_gather_busbw"] == (">=", {"b200": "292.8", "h200": "280.6"}[stack])

@@ -180,6 +180,7 @@ def test_the_job_nccl_gate_forms_one_group_over_every_gpu_with_gib(
     assert measured["ranks_formed"] == "8"
     assert measured["ranks_on_gib"] == "8"
     assert measured["ranks_with_nccl_version"] == "8"
+    assert measured["ranks_with_gdrdma"] == "8"
     assert measured["wrong_values"] == "0"
     # The scenario's fabric (344.46 GB/s) less the stand-in's 20 us a call, at 8 GiB.
     assert float(measured["all_gather_busbw"]) == pytest.approx(344.46, rel=0.002)
@@ -197,6 +198,8 @@ def test_the_job_nccl_gate_forms_one_group_over_every_gpu_with_gib(
     monkeypatch.setattr(gate, "call", lambda *_: {"logs": "only the job agent's lines"})
     logs = gate.driver_log(ray_node.url, submission, job.driver_node_id)
     assert gate.measurements(logs)["ranks_formed"] == "8"
+    # Reported, not judged: the gIB plugin's version, in the driver's log.
+    assert gate.measurements(logs)["gib_version"] == "v1.1.1"
 
 
 def test_the_job_nccl_gate_fails_naming_nccl_s_warning_without_the_gib_plugin(

@@ -43,7 +43,13 @@ def real(name: str) -> str:
 
 def test_a_real_socket_run_shows_nccl_s_version_and_its_network() -> None:
     found = driver().read_nccl_log(real("all_reduce-1rank-socket.log"))
-    assert found == {"version": "2.28.9+cuda13.0", "network": "Socket", "warning": ""}
+    assert found == {
+        "version": "2.28.9+cuda13.0",
+        "network": "Socket",
+        "warning": "",
+        "gib_version": "",
+        "gdrdma": "",
+    }
 
 
 def test_a_real_run_told_to_use_gib_without_its_plugin_has_no_network_and_nccl_s_warning() -> None:
@@ -52,6 +58,8 @@ def test_a_real_run_told_to_use_gib_without_its_plugin_has_no_network_and_nccl_s
         "version": "2.28.9+cuda13.0",
         "network": "",
         "warning": "Failed to initialize any NET plugin",
+        "gib_version": "",
+        "gdrdma": "",
     }
 
 
@@ -91,6 +99,28 @@ def test_gib_on_every_rank_and_the_slowest_rank_s_bandwidth() -> None:
     assert measures["wrong_values"] == "0"
 
 
+GIB_LINES = (
+    "n0:41:41 [0] NCCL INFO NET/gIB : Initializing gIB v1.1.1\n"
+    "n0:41:41 [0] NCCL INFO Using network gIB\n"
+    "n0:41:52 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/gIB/0{rdma}\n"
+    "n0:41:52 [0] NCCL INFO Channel 01/0 : 8[0] -> 0[0] [receive] via NET/gIB/0{rdma}\n"
+)
+"""A rank's lines as NCCL 2.28 and the gIB plugin print them (NCCL `src/transport/net.cc`'s
+channel line, `via NET/<net>/<dev>` with `/GDRDMA` where GPUDirect RDMA is on; the plugin's
+`NET/gIB : Initializing gIB <version>`, Google's NCCL/gIB pages)."""
+
+
+def test_every_rank_must_run_a_gpudirect_rdma_channel_and_the_gib_version_is_reported() -> None:
+    log = real("all_reduce-1rank-socket.log")
+    rdma, bounced = GIB_LINES.format(rdma="/GDRDMA"), GIB_LINES.format(rdma="")
+    ranks = [rank(i, log + (rdma if i else bounced), f"n{i // 8}", 340.0) for i in range(16)]
+    measures = driver().judge(ranks, 16, 2)
+    assert measures["ranks_with_gdrdma"] == "15"  # rank 0's channels bounce through the host
+    assert measures["gib_version"] == "v1.1.1"
+    found = driver().read_nccl_log(rdma)
+    assert (found["gib_version"], found["gdrdma"], found["network"]) == ("v1.1.1", "yes", "gIB")
+
+
 def test_a_rank_that_never_answered_leaves_no_bandwidth_to_judge() -> None:
     """A missing rank's bandwidth is not an average of the others: the metric is absent, and
     the gate fails it as not measured."""
@@ -120,7 +150,10 @@ def test_the_rank_code_s_real_results_judge_as_recorded(net: str) -> None:
     result = json.loads((RECORDED / f"job_nccl-rank0-{net}.json").read_text())
     log = (RECORDED / f"job_nccl-rank0-{net}.log").read_text()
     recorded = result.pop("judge")
-    assert job_nccl.judge([{**result, "log": log}], 1, 1) == recorded
+    judged = job_nccl.judge([{**result, "log": log}], 1, 1)
+    # Recorded before the gIB version and GPUDirect RDMA counts: those are absent there.
+    assert {k: judged[k] for k in recorded} == recorded
+    assert (judged["ranks_with_gdrdma"], judged["gib_version"]) == ("0", "")
     assert recorded["ranks_formed"] == "1"
     assert recorded["ranks_with_nccl_version"] == "1"
     assert recorded["ranks_on_gib"] == "0"

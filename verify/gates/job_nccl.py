@@ -31,6 +31,11 @@ FLOAT_BYTES = 4
 VERSION = re.compile(r"NCCL INFO NCCL version (\S+)")
 NETWORK = re.compile(r"NCCL INFO Using network (\S+)")
 WARNING = re.compile(r"NCCL WARN (.*)")
+GIB_VERSION = re.compile(r"NET/gIB : Initializing gIB (\S+)")
+"""The gIB plugin's own start-up line: its version, the plugin-to-NCCL compatibility question."""
+GDRDMA = re.compile(r"via NET/gIB/\d+/GDRDMA")
+"""A channel NCCL set up over gIB with GPUDirect RDMA (NCCL transport/net.cc prints
+`Channel NN/N : a[d] -> b[d] [send] via NET/<net>/<dev>/GDRDMA`): the proof the GPUs use RDMA."""
 COLLECTIVES = ("all_gather", "all_reduce")
 
 
@@ -43,30 +48,42 @@ def bus_factor(collective: str, world: int) -> float:
 
 def read_nccl_log(text: str) -> dict[str, str]:
     """What NCCL's INFO log of one rank says: its version, the network it used, its first
-    warning (empty where the log has none)."""
-    found = {"version": "", "network": "", "warning": ""}
+    warning, the gIB plugin's version (empty where the log has none), and "yes" where a
+    channel runs over gIB with GPUDirect RDMA."""
+    found = {"version": "", "network": "", "warning": "", "gib_version": "", "gdrdma": ""}
+    patterns = (
+        ("version", VERSION),
+        ("network", NETWORK),
+        ("warning", WARNING),
+        ("gib_version", GIB_VERSION),
+    )
     for line in text.splitlines():
-        for key, pattern in (("version", VERSION), ("network", NETWORK), ("warning", WARNING)):
+        for key, pattern in patterns:
             match = pattern.search(line)
             if match and not found[key]:
                 found[key] = match.group(1).strip()
+        if GDRDMA.search(line):
+            found["gdrdma"] = "yes"
     return found
 
 
 def judge(results: list[dict[str, Any]], world: int, nodes: int) -> dict[str, str]:
-    """The measurements over every rank's result: how many ranks formed the group, used gIB
-    and printed NCCL's version line; the nodes they spanned; wrong values; per collective the
-    lowest bus bandwidth of any rank at the largest size (GB/s); the NCCL versions seen."""
+    """The measurements over every rank's result: how many ranks formed the group, used gIB,
+    printed NCCL's version line and ran a channel with GPUDirect RDMA; the nodes they spanned;
+    wrong values; per collective the lowest bus bandwidth of any rank at the largest size
+    (GB/s); the NCCL and gIB versions seen."""
     logs = [read_nccl_log(r.get("log", "")) for r in results]
     formed = [r for r in results if r.get("formed")]
     measures = {
         "ranks_formed": str(len(formed)),
         "ranks_on_gib": str(sum(1 for log in logs if log["network"] == "gIB")),
         "ranks_with_nccl_version": str(sum(1 for log in logs if log["version"])),
+        "ranks_with_gdrdma": str(sum(1 for log in logs if log["gdrdma"])),
         "nodes_spanned": str(len({r.get("node") for r in formed})),
         "wrong_values": str(sum(int(r.get("wrong", 0)) for r in formed)),
         "nccl_version": ",".join(sorted({log["version"] for log in logs if log["version"]})),
         "networks": ",".join(sorted({log["network"] for log in logs if log["network"]})),
+        "gib_version": ",".join(sorted({log["gib_version"] for log in logs if log["gib_version"]})),
     }
     for collective in COLLECTIVES:
         timed = [r["busbw"][collective] for r in formed if collective in r.get("busbw", {})]

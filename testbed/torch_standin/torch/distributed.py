@@ -24,6 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from testbed.gate_standins import Scenario
 
 NCCL_VERSION = "2.28.9+cuda13.0"
+GIB_VERSION = "v1.1.1"
+"""The gIB plugin's version the stand-in's start-up line names (Google's NCCL/gIB release
+notes list v1.1.1 for NCCL 2.28)."""
 LATENCY_SECONDS = 20e-6
 _group: dict[str, Any] = {}
 
@@ -60,6 +63,7 @@ def _network() -> str:
     if wanted == "gIB":
         if plugin and Path(plugin).is_file():
             _nccl_log(f"NET/Plugin: Loaded net plugin gIB ({plugin})")
+            _nccl_log(f"NET/gIB : Initializing gIB {GIB_VERSION}")
             return "gIB"
         _nccl_log("NET/Plugin: Could not find: libnccl-net.so")
         _nccl_log("Failed to initialize any NET plugin", warn=True)
@@ -140,9 +144,16 @@ def _communicator() -> None:
     _nccl_log(f"NCCL version {NCCL_VERSION}")
     _group["network"] = _network()
     _nccl_log(f"Using network {_group['network']}")
-    _nccl_log(
-        f"ncclCommInitRankConfig rank {_group['rank']} nranks {_group['world']} - Init COMPLETE"
-    )
+    rank, world, device = _group["rank"], _group["world"], cuda.current_device()
+    if _group["network"] == "gIB" and world > 1:
+        # A channel to the next rank over the network (NCCL transport/net.cc's line); without
+        # GPUDirect RDMA (the scenario's `gdrdma` off) NCCL bounces through host memory.
+        rdma = "/GDRDMA" if _scenario().gdrdma else ""
+        _nccl_log(
+            f"Channel 00/0 : {rank}[{device}] -> {(rank + 1) % world}[{device}] [send] via"
+            f" NET/gIB/{device}{rdma}"
+        )
+    _nccl_log(f"ncclCommInitRankConfig rank {rank} nranks {world} - Init COMPLETE")
 
 
 def _exchange(value: float) -> list[float]:

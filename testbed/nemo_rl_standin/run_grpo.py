@@ -7,14 +7,10 @@ Written from what NeMo RL v0.7.0 is documented to do with Ray (SOURCE.md: `examp
 - load `--config` with NeMo RL's loading rules (`defaults:` chain, Hydra overrides in struct
   mode) from the image's examples/configs (the shared v0.7.0 configs), and refuse what GRPO setup
   refuses (validation on without a validation dataset);
-- resume: a run whose newest checkpoint already reached `grpo.max_num_steps` (or the last step
-  its epochs allow) exits at once;
-- stop where the training loop stops: at `grpo.max_num_steps` or after `grpo.max_num_epochs`
-  epochs of `rows // num_prompts_per_step` steps (the loader drops the last partial batch),
-  whichever comes first;
-- shard each step's samples and the training batch over the data-parallel ranks (GPUs over
-  tensor x context parallel) after the first rollout, failing as `shard_by_batch_size` does
-  when a batch is not a multiple of the shards;
+- resume: a run whose newest checkpoint already reached `grpo.max_num_steps` exits at once;
+- run `grpo.max_num_steps` steps (NeMo RL's epoch cap and its batch-sharding assertions are
+  not imitated: no test here can hold them to NeMo RL, which cannot run without CUDA; the
+  stack's own rules for them, planning/grpo_sizes.py, cite NeMo RL's source);
 - `ray.init(address="auto", runtime_env={"env_vars": dict(os.environ)})`, catching only
   ConnectionError, as `init_ray` does;
 - compare the cluster's GPUs with `cluster.num_nodes x cluster.gpus_per_node`, retrying 6 times
@@ -56,27 +52,6 @@ NODES_ENV = "NEMO_RL_GKE_TESTBED_NODES"
 """The test bed's node records (testbed.node_fs): what a worker can learn about its node."""
 
 STANDIN = "NeMo RL stand-in (test bed, not NeMo RL: no model is trained)"
-
-
-DATASET_ROWS = {"gsm8k": 7473}
-"""Training rows of the datasets the stand-in knows (openai/gsm8k `main`, split `train`)."""
-
-
-def last_step(cfg: Any) -> int:
-    """Where NeMo RL's training loop stops: the step cap, or the end of the last epoch."""
-    steps = int(cfg.grpo.max_num_steps)
-    rows = DATASET_ROWS.get(str(cfg.data.train.dataset_name))
-    if rows is None:
-        return steps
-    per_epoch = rows // int(cfg.grpo.num_prompts_per_step)
-    return min(steps, int(cfg.grpo.max_num_epochs) * per_epoch)
-
-
-def shard(batch_size: int, shards: int) -> int:
-    """`BatchedDataDict.shard_by_batch_size`'s check: each rank's share of a batch."""
-    if batch_size % shards:
-        raise AssertionError(f"Batch size ({batch_size}) is not a multiple of shards ({shards})")
-    return batch_size // shards
 
 
 HUB_DATASETS = {"gsm8k": ("openai/gsm8k", "main")}
@@ -198,12 +173,7 @@ def main() -> int:
         "validation"
     ):
         raise ValueError("Validation dataset is required if validation is enabled")
-    steps = last_step(cfg)
-    if steps < int(grpo.max_num_steps):
-        say(
-            f"grpo.max_num_epochs={grpo.max_num_epochs}: the run ends at step {steps}, not"
-            f" {grpo.max_num_steps}"
-        )
+    steps = int(grpo.max_num_steps)
     nodes, per_node = int(cfg.cluster.num_nodes), int(cfg.cluster.gpus_per_node)
     model = str(cfg.policy.model_name)
     log_dir = Path(cfg.logger.log_dir)
@@ -297,14 +267,8 @@ def main() -> int:
         for problem in problems:
             say(f"FAILED: {problem}")
         raise RuntimeError(f"{len(problems)} of {len(actors)} workers cannot train: {problems[0]}")
-    dtensor = cfg.policy.dtensor_cfg
-    shards = len(actors) // (int(dtensor.tensor_parallel_size) * int(dtensor.context_parallel_size))
-    samples = int(grpo.num_prompts_per_step) * int(grpo.num_generations_per_prompt)
     period = int(cfg.checkpointing.get("save_period") or 0) if checkpoints is not None else 0
     for step in range(start + 1, steps + 1):
-        # After the step's rollout: log-probabilities over every sample, then training.
-        shard(samples, shards)
-        shard(int(cfg.policy.train_global_batch_size), shards)
         say(f"step {step}/{steps} (stand-in: no training)")
         if checkpoints is not None and ((period and step % period == 0) or step == steps):
             save_checkpoint(checkpoints, step, model, actors)

@@ -20,7 +20,6 @@ import pytest
 from planning.grpo_sizes import RECIPES, RecipeShape, divides_batch
 from planning.ray import grpo_overrides
 from testbed.nemo_rl_standin.config_rules import apply_overrides, load_config
-from testbed.nemo_rl_standin.run_grpo import last_step, shard
 from tests.harness import REPO, by_name, run_stack, variant
 from tests.planning.test_ray import run as b200_run
 
@@ -159,29 +158,21 @@ def test_the_recipe_sizes_are_the_image_configs_own(config: str) -> None:
     assert cfg.grpo.max_num_epochs == 1  # why a run must ask for its epochs
 
 
-def test_the_stand_in_stops_where_nemo_rl_s_loop_does() -> None:
-    """500 steps asked: without the epochs the run would end SUCCEEDED at 116 (GSM8K's 7,473
-    rows at 64 prompts a step, one epoch); with the planned overrides it reaches 500."""
+def test_a_run_asks_for_the_epochs_its_steps_need() -> None:
+    """500 steps asked: one epoch of GSM8K is 116 steps (7,473 rows at 64 prompts a step, the
+    last partial batch dropped; grpo-run-facts), so the run asks NeMo RL for 5 epochs."""
     planned = grpo_overrides(b200_run(steps=500))
+    assert "grpo.max_num_epochs=5" in planned
     cfg = apply_overrides(load_config(CONFIGS / "grpo_math_8B.yaml"), planned)
-    assert last_step(cfg) == 500
-    without = [o for o in planned if not o.startswith("grpo.max_num_epochs=")]
-    cfg = apply_overrides(load_config(CONFIGS / "grpo_math_8B.yaml"), without)
-    assert last_step(cfg) == 116
+    assert (cfg.grpo.max_num_epochs, cfg.grpo.max_num_steps) == (5, 500)
 
 
 @pytest.mark.parametrize(("nodes", "gpus", "ok"), [(2, 8, True), (4, 8, True), (2, 6, False),
                                                    (3, 8, False), (5, 8, False)])  # fmt: skip
-def test_the_stand_in_shards_as_nemo_rl_does(nodes: int, gpus: int, ok: bool) -> None:
-    """grpo-run-facts §2's table: the stand-in's shard check and the stack's rule agree."""
-    shape = RECIPES["examples/configs/grpo_math_8B.yaml"]
-    assert divides_batch(shape, nodes, gpus) is ok
-    shards = nodes * gpus
-    if ok:
-        assert shard(shape.train_global_batch_size, shards) * shards == 512
-        return
-    with pytest.raises(AssertionError, match=r"Batch size \(2048\) is not a multiple of shards"):
-        shard(shape.samples_per_step, shards)
+def test_the_stack_shards_as_nemo_rl_does(nodes: int, gpus: int, ok: bool) -> None:
+    """grpo-run-facts §2's table (NeMo RL's `shard_by_batch_size`: 2048 samples and 512 a
+    training batch over the data-parallel ranks)."""
+    assert divides_batch(RECIPES["examples/configs/grpo_math_8B.yaml"], nodes, gpus) is ok
 
 
 def test_a_step_s_samples_must_fill_whole_global_batches() -> None:

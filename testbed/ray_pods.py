@@ -120,6 +120,10 @@ class RayPod:
         return [*(c for c in (self.init, self.main) if c is not None), *self.sidecars]
 
 
+GIVEN_SECRETS = "secrets-given.json"
+"""Every Secret value the agent put into a container's environment (a JSON list)."""
+
+
 class RayPods:
     """Runs the Ray pods bound to kwok nodes and reports them as their kubelet."""
 
@@ -406,10 +410,19 @@ class RayPods:
         )
 
     def secret(self, namespace: str, name: str, key: str) -> str | None:
-        """A Secret's key, as the kubelet resolves a secretKeyRef (None: not there)."""
+        """A Secret's key, as the kubelet resolves a secretKeyRef (None: not there). Every
+        value given to a container is recorded in GIVEN_SECRETS under the test bed's folder,
+        so a test can look for it where it must never be (logs shipped, files copied)."""
         found = self.api.get(f"/api/v1/namespaces/{namespace}/secrets/{name}")
         value = (found or {}).get("data", {}).get(key)
-        return base64.b64decode(value).decode() if value is not None else None
+        if value is None:
+            return None
+        secret = base64.b64decode(value).decode()
+        record = self.root / GIVEN_SECRETS
+        given = set(json.loads(record.read_text())) if record.exists() else set()
+        if secret not in given:
+            record.write_text(json.dumps(sorted(given | {secret})), encoding="utf-8")
+        return secret
 
     @staticmethod
     def message(container: Container) -> str:

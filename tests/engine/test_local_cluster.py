@@ -59,7 +59,7 @@ from testbed.gcp_standin.invokes import DEFAULT_FIXTURES
 from testbed.gobuild import cache_root
 from testbed.pki import Pki
 from testbed.processes import Processes
-from testbed.ray_pods import processes_naming
+from testbed.ray_pods import GIVEN_SECRETS, processes_naming
 from tests.day2 import IN_PLACE, REPLACING, Case
 from tests.engine.realcli import (
     REPO,
@@ -299,6 +299,22 @@ def ships_ray_logs(run: str, cluster: str, workers: list[str]) -> None:
     labels = {e["logging.googleapis.com/labels"]["ray_log"] for e in entries}
     assert "raylet.out" in labels
     assert not [name for name in labels if name.startswith("python-core-")]
+    no_secret_shipped(folder)
+
+
+def no_secret_shipped(*copies: Path) -> None:
+    """No Secret value a Ray container got (KubeRay's dashboard token, the stack's tokens; the
+    agent records each) is in any line a sidecar printed for Cloud Logging or in any file it
+    copied: Ray's runtime-env agent logs every runtime env NeMo RL fills with the driver's
+    environment."""
+    given = json.loads((ROOT / "ray-pods" / GIVEN_SECRETS).read_text())
+    assert given, "the agent gave no Secret value to any Ray container"
+    shipped = list((ROOT / "ray-pods").glob("p*/ray-logs.log"))
+    copied = [f for folder in copies for f in folder.rglob("*") if f.is_file()]
+    assert any(f.name.startswith("runtime_env_agent") for f in copied)
+    for path in [*shipped, *copied]:
+        text = path.read_bytes()
+        assert not [s for s in given if s.encode() in text], f"a Secret's value in {path}"
 
 
 @contextlib.contextmanager

@@ -302,12 +302,12 @@ def ships_ray_logs(run: str, cluster: str, workers: list[str]) -> None:
     no_secret_shipped(folder)
 
 
-def no_secret_shipped(*copies: Path) -> None:
+def no_secret_shipped(*copies: Path, also: tuple[str, ...] = ()) -> None:
     """No Secret value a Ray container got (KubeRay's dashboard token, the stack's tokens; the
-    agent records each) is in any line a sidecar printed for Cloud Logging or in any file it
-    copied: Ray's runtime-env agent logs every runtime env NeMo RL fills with the driver's
-    environment."""
-    given = json.loads((ROOT / "ray-pods" / GIVEN_SECRETS).read_text())
+    agent records each; `also`: values given as files) is in any line a sidecar printed for
+    Cloud Logging or in any file it copied: Ray's runtime-env agent logs every runtime env NeMo
+    RL fills with the driver's environment."""
+    given = json.loads((ROOT / "ray-pods" / GIVEN_SECRETS).read_text()) + list(also)
     assert given, "the agent gave no Secret value to any Ray container"
     shipped = list((ROOT / "ray-pods").glob("p*/ray-logs.log"))
     copied = [f for folder in copies for f in folder.rglob("*") if f.is_file()]
@@ -908,6 +908,10 @@ def test_the_grpo_rayjob_succeeds_with_every_worker_on_a_gpu_with_gib(b200: str)
         )
         assert listing.count('"class_name": "_Worker"') >= 16
         assert "hf_fake_not_real" not in listing
+        # Nor the dashboard's own token (the driver connects from a file), in the State API,
+        # in any line the sidecars printed for Cloud Logging or in any file they copied.
+        assert dashboard_headers()["Authorization"].split()[-1] not in listing
+        no_secret_shipped(copies, also=("hf_fake_not_real",))
     finally:
         must(
             pulumi(b200, "config", "set", "--path", "nemo-rl-gke:ray.job.enabled", "false", env=env)

@@ -205,3 +205,18 @@ UPGRADE_STEPS = (
     " cluster.minVersion to a version the channel offers; then set cluster.systemPool.version to"
     " a node version of that minor; then, when no run needs the GPU nodes, gpu.version"
 )
+
+
+NODE_POOL_DEFAULT_TIMEOUT_MINUTES = 60
+"""How long the provider waits for a node pool's create, update or delete unless told."""
+GPU_NODE_TURN_MINUTES = 20
+"""One GPU node's turn when a reserved pool's nodes are recreated one at a time (max_unavailable
+1, no surge: drain, a new VM on the reservation, the GPU driver's install, Ready). Google
+publishes no figure: an estimate that errs long, as a timeout only stops Pulumi waiting."""
+
+
+def gpu_pool_timeout_minutes(nodes: int) -> int:
+    """How long Pulumi waits for the GPU pool (create, update, delete) of `nodes` nodes at most.
+    Past the provider's 60 minutes a large pool's upgrade would fail the update while GKE
+    carries on, and the next `pulumi up` would meet the operation still running."""
+    return max(NODE_POOL_DEFAULT_TIMEOUT_MINUTES, nodes * GPU_NODE_TURN_MINUTES)

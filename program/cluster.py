@@ -22,7 +22,7 @@ from components import (
     SystemNodePoolArgs,
 )
 from planning.catalog import extra_gvnic_networks
-from planning.cluster import EngineVersions
+from planning.cluster import EngineVersions, gpu_pool_timeout_minutes
 from planning.naming import PROJECT
 from planning.reservation import qualifying_project
 from planning.versions import VERSIONS
@@ -166,6 +166,7 @@ def build_gke(
             # ProvisioningRequests only (program.queue).
             queued_provisioning=cfg.queue_enabled and cfg.gpu.capacity == "flex-start",
             version=cfg.gpu.version,
+            timeout_minutes=gpu_pool_timeout_minutes(cfg.gpu.max_nodes),
             # An upgrade moves the control plane, then the system pool, the GPU pool last: the
             # GPU nodes are recreated only once the pool the Ray head runs on is done.
             after=[system_pool],

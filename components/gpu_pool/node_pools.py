@@ -160,6 +160,9 @@ class GpuNodePoolArgs:
     queued_provisioning: bool = False
     """Flex-start behind the job queue: nodes come only through ProvisioningRequests (GKE's
     queued provisioning, DWS), all of a workload's nodes at once."""
+    timeout_minutes: int = 60
+    """How long Pulumi waits for the pool's create, update and delete
+    (planning.cluster.gpu_pool_timeout_minutes)."""
 
     def __post_init__(self) -> None:
         if (self.nodes is None) == (self.autoscaling is None):
@@ -284,6 +287,11 @@ class GpuNodePool(pulumi.ComponentResource):
                 # for capacity that only the old pool's deletion gives back).
                 delete_before_replace=True,
                 depends_on=list(args.after),
+                custom_timeouts=pulumi.CustomTimeouts(
+                    create=f"{args.timeout_minutes}m",
+                    update=f"{args.timeout_minutes}m",
+                    delete=f"{args.timeout_minutes}m",
+                ),
             ),
         )
         self.pool_name = pool.name

@@ -231,6 +231,11 @@ def test_the_merge_applies_what_the_pull_request_reviewed_first_deploy_included(
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
     assert summary.startswith("without-plan: the configuration of provider gke-k8s")
     assert changes(done.stdout)["created"] > 100
+    # Pulumi waits for the GPU pool as long as its nodes take one at a time (60 min at least).
+    (pool,) = [r for r in state(repo) if r["urn"].endswith("::gpu-pool")]
+    assert pool["customTimeouts"] == {"create": 3600, "update": 3600, "delete": 3600}, pool.get(
+        "customTimeouts"
+    )
 
     # (b) An update with a create (the token Secret), in-place updates (the system pool's
     # minimum, Lustre's capacity) and a replacement (the storage gate's Job, which runs again

@@ -5,6 +5,7 @@ from __future__ import annotations
 from planning.cluster import (
     EngineVersions,
     control_plane_problem,
+    gpu_pool_timeout_minutes,
     matches,
     pool_version_problem,
     upgrade_notes,
@@ -82,3 +83,11 @@ def test_an_upgrade_names_the_pools_it_leaves_behind_and_what_the_gpu_step_costs
     (gpu_step,) = list(upgrade_notes(moved, {**done, "gpu.version": "1.36.2-gke.1000"}))
     assert "recreates every GPU node" in gpu_step
     assert upgrade_notes(NOW, NOW) == []
+
+
+def test_the_gpu_pool_waits_as_long_as_its_nodes_take_one_at_a_time() -> None:
+    """The provider's 60 minutes hold up to 3 nodes; an 18-node reserved pool gets 6 hours."""
+    assert gpu_pool_timeout_minutes(2) == 60
+    assert gpu_pool_timeout_minutes(3) == 60
+    assert gpu_pool_timeout_minutes(4) == 80
+    assert gpu_pool_timeout_minutes(18) == 360

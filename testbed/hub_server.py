@@ -6,13 +6,10 @@ folder (`ROOT/datasets/ORG/NAME/...`, `ROOT/models/ORG/NAME/...`), one revision 
 the few routes those libraries call: repository info, the file tree, paths-info and file
 resolution (HEAD and GET, with the commit and ETag headers the cache is keyed by). Anything
 else is answered 404 and recorded, so a test sees a library asking for more than is served.
-
-`python -m testbed.hub_server ROOT --port N` runs it in the foreground.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import threading
@@ -206,20 +203,19 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, hub: Hub, port: int = 0) -> None:
-        super().__init__(("127.0.0.1", port), _Handler)
+    def __init__(self, hub: Hub) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
         self.hub = hub
 
 
 @contextmanager
 def serving(root: Path) -> Iterator[tuple[str, Hub]]:
     """Serve `root` on a free loopback port: yields (the endpoint URL, the hub's record)."""
-    hub = Hub(root)
-    server = _Server(hub)
+    server = _Server(Hub(root))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", hub
+        yield f"http://127.0.0.1:{server.server_address[1]}", server.hub
     finally:
         server.shutdown()
         server.server_close()
@@ -279,16 +275,3 @@ def serve_in_background(root: Path) -> str:
     server = _Server(Hub(root))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}"
-
-
-def main() -> None:
-    """Serve a folder in the foreground (the local cluster starts it by pid)."""
-    parser = argparse.ArgumentParser(prog="python -m testbed.hub_server")
-    parser.add_argument("root", type=Path)
-    parser.add_argument("--port", type=int, required=True)
-    args = parser.parse_args()
-    _Server(Hub(args.root), args.port).serve_forever()
-
-
-if __name__ == "__main__":
-    main()

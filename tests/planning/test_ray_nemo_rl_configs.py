@@ -31,15 +31,20 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def job_command(result: Any) -> tuple[str, list[str]]:
-    """(config file, overrides) of the RayJob's `run_grpo.py` command."""
-    (_, _, script) = shlex.split(by_name(result)["ray-job"].inputs["spec"]["entrypoint"])
+def driver_command(script: str) -> tuple[str, list[str]]:
+    """(config file, overrides) of a driver script's `run_grpo.py` command."""
     words = shlex.split(
         "uv run python " + script.split(" && uv run python ", 1)[1].split(" 2>&1 | ", 1)[0]
     )
     at = words.index("--config")
     # The save-by override expands to nothing unless a submitted run sets it (its own test).
     return words[at + 1], [w for w in words[at + 2 :] if not w.startswith("${NEMO_RL_GKE_SAVE_BY")]
+
+
+def job_command(result: Any) -> tuple[str, list[str]]:
+    """(config file, overrides) of the RayJob's `run_grpo.py` command."""
+    (_, _, script) = shlex.split(by_name(result)["ray-job"].inputs["spec"]["entrypoint"])
+    return driver_command(script)
 
 
 def workers_at_start(result: Any) -> tuple[int, int]:

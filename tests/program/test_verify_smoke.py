@@ -21,7 +21,7 @@ from program.verify import verify_inputs
 from stack_config import InvalidStackConfig, load_stack_config
 from testbed.nemo_rl_standin.config_rules import apply_overrides, load_config
 from tests.harness import by_name, run_stack, stack_data, variant
-from tests.planning.test_ray_nemo_rl_configs import CONFIGS
+from tests.planning.test_ray_nemo_rl_configs import CONFIGS, driver_command
 from tests.planning.test_ray_nemo_rl_configs import pytestmark as needs_nemo_rl_configs
 from tests.program.test_order import closure, named
 from tests.program.test_ray_schemas import KUBERNETES_VERSION, plain
@@ -87,13 +87,8 @@ def test_the_smoke_overrides_pass_nemo_rl_s_own_parser_on_its_smoke_config(
     b200_smoke: Result,
 ) -> None:
     script = shlex.split(env_of(smoke_job(b200_smoke))["ENTRYPOINT"])[2]
-    words = shlex.split(
-        "uv run python " + script.split(" && uv run python ", 1)[1].split(" 2>&1 | ", 1)[0]
-    )
-    at = words.index("--config")
-    assert words[at + 1] == SMOKE_CONFIG
-    # The save-by override expands to nothing unless a submitted run sets it.
-    overrides = [w for w in words[at + 2 :] if not w.startswith("${NEMO_RL_GKE_SAVE_BY")]
+    config, overrides = driver_command(script)
+    assert config == SMOKE_CONFIG
     cfg = apply_overrides(load_config(CONFIGS / Path(SMOKE_CONFIG).name), overrides)
     assert cfg.grpo.max_num_steps == 3
     assert cfg.policy.model_name == SMOKE_MODEL

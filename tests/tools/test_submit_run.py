@@ -21,6 +21,7 @@ from preflight.cli import Result
 from testbed.nemo_rl_standin.config_rules import apply_overrides, load_config
 from tests.harness import REPO, run_stack, stack_data, variant
 from tests.planning.test_ray_nemo_rl_configs import CONFIGS
+from tests.planning.test_ray_nemo_rl_configs import pytestmark as needs_nemo_rl_configs
 from tests.program.test_ray_schemas import crd_validator
 
 NOW = 1_800_000_000
@@ -180,6 +181,7 @@ def driver_calls(job: dict[str, Any], tmp_path: Path) -> tuple[int, str, list[st
     return proc.returncode, proc.stderr, calls
 
 
+@needs_nemo_rl_configs
 def test_a_run_of_known_length_saves_and_stops_before_its_window_ends(
     b200: Result, tmp_path: Path
 ) -> None:

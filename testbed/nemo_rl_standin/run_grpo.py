@@ -26,7 +26,8 @@ Written from what NeMo RL v0.7.0 is documented to do with Ray (SOURCE.md: `examp
   real `datasets` (4.8.5, the image's), which offline finds only what the driver prepared;
 - the driver writes its log and the actors' reports under `logger.log_dir`, checkpoints under
   `checkpointing.checkpoint_dir` (when enabled) every `save_period` steps and at the end, as
-  NeMo RL lays them out (`tmp_step_N` renamed `step_N` when complete; NeMo RL's retention, the
+  NeMo RL lays them out (`tmp_step_N` renamed `step_N` when complete, compared with the real
+  `CheckpointManager`'s recorded layout; NeMo RL's retention, the
   `keep_top_k` best by `val:accuracy` plus the latest, is not imitated: there is no validation
   here, and every save stays), resumes from the newest complete `step_N`, and exits non-zero
   when an actor got no GPU or no gIB environment (or did not start at all).
@@ -37,6 +38,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -50,6 +53,9 @@ NUMA_MAP = "nrl_gpu_cpu_affinity"
 """NeMo RL's GPU -> CPU list file, in the node's /tmp (`numa_utils.py` GPU_CPU_AFFINITY_PATH)."""
 NODES_ENV = "NEMO_RL_GKE_TESTBED_NODES"
 """The test bed's node records (testbed.node_fs): what a worker can learn about its node."""
+
+STEP_NAME = re.compile(r"step_\d+")
+"""A complete checkpoint's folder name (NeMo RL's `get_latest_checkpoint_path`)."""
 
 STANDIN = "NeMo RL stand-in (test bed, not NeMo RL: no model is trained)"
 
@@ -90,9 +96,32 @@ def say(message: str) -> None:
 
 
 def latest_checkpoint_step(folder: Path) -> int | None:
-    """The newest `step_N` checkpoint in the run's folder."""
-    steps = [int(p.name[5:]) for p in folder.glob("step_*") if p.name[5:].isdigit()]
+    """The newest `step_N` checkpoint in the run's folder (`tmp_step_N`, `old_step_N` ignored)."""
+    steps = [int(p.name[5:]) for p in folder.glob("step_*") if STEP_NAME.fullmatch(p.name)]
     return max(steps) if steps else None
+
+
+def begin_save(folder: Path, step: int, info: dict[str, Any]) -> Path:
+    """The folder a save of `step` is written into: `tmp_step_N`, made if missing (a leftover
+    of a dead save is written into again, not emptied), with the training info in it."""
+    tmp = folder / f"tmp_step_{step}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "training_info.json").write_text(json.dumps(info), encoding="utf-8")
+    return tmp
+
+
+def finish_save(tmp: Path) -> Path:
+    """A complete save renamed `step_N`; a `step_N` already there (a step saved again after a
+    resume) is moved to `old_step_N` first and removed once the new one is in place."""
+    step = tmp.name.removeprefix("tmp_step_")
+    final, old = tmp.parent / f"step_{step}", tmp.parent / f"old_step_{step}"
+    if final.exists():
+        final.rename(old)
+        tmp.rename(final)
+        shutil.rmtree(old)
+    else:
+        tmp.rename(final)
+    return final
 
 
 def node_record(ip: str) -> dict[str, Any]:
@@ -282,23 +311,19 @@ folder is renamed), as a killed pod would."""
 
 
 def save_checkpoint(folder: Path, step: int, model: str, actors: list[Any]) -> None:
-    """NeMo RL v0.7.0's layout (`checkpoint.py` init_tmp_checkpoint, finalize_checkpoint):
-    everything goes into `tmp_step_N` (a leftover of a dead save is written into again, not
-    emptied: `mkdir(exist_ok=True)`), which is renamed `step_N` once complete; every worker
-    saves the policy's tokenizer there, as v0.7.0 does on every rank (the `writers` file of
+    """A save as NeMo RL v0.7.0 lays it out (`begin_save`, `finish_save`; compared with the
+    real `CheckpointManager`'s recorded layout in tests/testbed): every worker saves the
+    policy's tokenizer into `tmp_step_N`, as v0.7.0 does on every rank (the `writers` file of
     the transformers stand-in shows who wrote). No save is removed (see the module's note)."""
     import ray
 
-    tmp, final = folder / f"tmp_step_{step}", folder / f"step_{step}"
-    (tmp / "policy").mkdir(parents=True, exist_ok=True)
+    tmp = begin_save(folder, step, {"step": step, "model": model, "standin": STANDIN})
+    (tmp / "policy").mkdir(exist_ok=True)
     ray.get([a.save_tokenizer.remote(str(tmp / "policy" / "tokenizer"), model) for a in actors])
-    (tmp / "training_info.json").write_text(
-        json.dumps({"step": step, "model": model, "standin": STANDIN}), encoding="utf-8"
-    )
     if os.environ.get(EXIT_DURING_SAVE) == str(step):
         say(f"dying during the save of step {step} ({EXIT_DURING_SAVE})")
         os._exit(137)
-    tmp.rename(final)
+    finish_save(tmp)
     say(f"saved the checkpoint of step {step}")
 
 

@@ -1,0 +1,156 @@
+"""The checkpoint layout scenario the NeMo RL stand-in is held to (test bed only).
+
+NeMo RL cannot run here (no CUDA, not on PyPI), but its `CheckpointManager`
+(`nemo_rl/utils/checkpoint.py`) is plain file handling. `record` plays one scenario through
+the real class, loaded from a NeMo RL checkout given on the command line, and writes what it
+did as JSON (the recording is kept in tests/testbed/data, with the source's sha256); the
+test bed's test plays the same scenario through the stand-in's `begin_save`, `finish_save`
+and `latest_checkpoint_step` and compares. The scenario is the resume test's: a save, a save
+cut short after the workers wrote, a restart that resumes, the same step saved again, and a
+step saved twice (a resumed run repeating a save).
+
+    python -m testbed.nemo_rl_standin.checkpoint_layout /path/to/NeMo-RL-v0.7.0 > recording.json
+
+Retention (`keep_top_k`) is off in the scenario: the stand-in does not imitate it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import sys
+import tempfile
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+SCENARIO: list[tuple[str, int]] = [
+    ("save", 10),
+    ("begin", 20),
+    ("latest", 0),
+    ("begin", 20),
+    ("finish", 20),
+    ("save", 25),
+    ("save", 25),
+    ("latest", 0),
+]
+"""(operation, step): `begin` starts a save and leaves it (the writer died), `finish` completes
+the save begun last, `save` does both, `latest` asks for the newest complete checkpoint."""
+
+
+class Layout(Protocol):
+    """One implementation of the layout: NeMo RL's or the stand-in's."""
+
+    def begin(self, folder: Path, step: int, info: dict[str, Any]) -> Path:
+        """Start a save of `step`: the folder it is written into."""
+
+    def finish(self, tmp: Path) -> None:
+        """Complete the save written into `tmp`."""
+
+    def latest(self, folder: Path) -> str | None:
+        """The newest complete checkpoint's path, or None."""
+
+
+def listing(folder: Path) -> list[str]:
+    """Every path under the folder, relative, sorted (folders end with /)."""
+    return sorted(
+        str(p.relative_to(folder)) + ("/" if p.is_dir() else "") for p in folder.rglob("*")
+    )
+
+
+def play(layout: Layout, folder: Path) -> list[dict[str, Any]]:
+    """The scenario through `layout` in `folder`: per operation, what it returned and the
+    folder's listing after it. Each save writes one file, tagged with its attempt, so a
+    reused or replaced folder shows."""
+    out: list[dict[str, Any]] = []
+    tmp: Path | None = None
+    for attempt, (operation, step) in enumerate(SCENARIO):
+        returned: str | None = None
+        if operation in ("begin", "save"):
+            tmp = layout.begin(folder, step, {"step": step, "attempt": attempt})
+            (tmp / f"weights-{attempt}").write_text(str(attempt), encoding="utf-8")
+            returned = tmp.name
+        if operation in ("finish", "save"):
+            if tmp is None:
+                raise ValueError("the scenario finishes a save it never began")
+            layout.finish(tmp)
+        if operation == "latest":
+            found = layout.latest(folder)
+            returned = None if found is None else Path(found).name
+        out.append(
+            {"operation": operation, "step": step, "returned": returned, "after": listing(folder)}
+        )
+    return out
+
+
+class _RealLayout:
+    """NeMo RL's `CheckpointManager`, retention off."""
+
+    def __init__(self, manager_class: Callable[[dict[str, Any]], Any]) -> None:
+        self.manager_class = manager_class
+
+    def _manager(self, folder: Path) -> Any:
+        return self.manager_class(
+            {
+                "enabled": True,
+                "checkpoint_dir": str(folder),
+                "metric_name": None,
+                "higher_is_better": True,
+                "keep_top_k": None,
+                "save_period": 10,
+                "save_optimizer": True,
+            }
+        )
+
+    def begin(self, folder: Path, step: int, info: dict[str, Any]) -> Path:
+        return Path(self._manager(folder).init_tmp_checkpoint(step, info))
+
+    def finish(self, tmp: Path) -> None:
+        self._manager(tmp.parent).finalize_checkpoint(tmp)
+
+    def latest(self, folder: Path) -> str | None:
+        found: str | None = self._manager(folder).get_latest_checkpoint_path()
+        return found
+
+
+def _load_real(source: Path) -> Callable[[dict[str, Any]], Any]:
+    """NeMo RL's CheckpointManager from its source file. The module imports torch only for
+    `isinstance(v, torch.Tensor)` on training info and Megatron resume paths, neither of which
+    the scenario reaches; an empty module stands for it so the file loads without CUDA."""
+    torch = types.ModuleType("torch")
+
+    class Tensor:  # never instantiated: the scenario's training info holds ints
+        pass
+
+    torch.Tensor = Tensor  # type: ignore[attr-defined]
+    sys.modules.setdefault("torch", torch)
+    spec = importlib.util.spec_from_file_location("nemo_rl_checkpoint", source)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {source}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    manager: Callable[[dict[str, Any]], Any] = module.CheckpointManager
+    return manager
+
+
+def record(checkout: Path) -> dict[str, Any]:
+    """The scenario played through the real CheckpointManager of a NeMo RL checkout."""
+    source = checkout / "nemo_rl" / "utils" / "checkpoint.py"
+    real = _RealLayout(_load_real(source))
+    with tempfile.TemporaryDirectory() as folder:
+        steps = play(real, Path(folder))
+    return {
+        "source": "NVIDIA-NeMo/RL nemo_rl/utils/checkpoint.py",
+        "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
+        "scenario": [list(s) for s in SCENARIO],
+        "steps": steps,
+    }
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or not (Path(sys.argv[1]) / "nemo_rl").is_dir():
+        print("usage: checkpoint_layout.py NEMO_RL_CHECKOUT (a folder holding nemo_rl/)")
+        sys.exit(2)
+    print(json.dumps(record(Path(sys.argv[1])), indent=1))

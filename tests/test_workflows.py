@@ -97,6 +97,10 @@ def test_every_pulumi_step_runs_the_cli_the_engine_tests_run() -> None:
     assert len(steps) == 2
     for step in steps:
         assert str(step["with"].get("pulumi-version")) == VERSIONS.pulumi_cli.value, step["name"]
+    # pulumi/esc-action installs a CLI too (the newest, unless told).
+    for job in _workflow("preview.yml")["jobs"].values():
+        esc = _credential_steps(job)["esc"]
+        assert str(esc["with"]["version"]) == VERSIONS.pulumi_cli.value
 
 
 def test_the_workflow_and_readme_say_which_iam_the_runner_needs_for_the_dns_endpoint() -> None:
@@ -110,3 +114,50 @@ def test_the_workflow_and_readme_say_which_iam_the_runner_needs_for_the_dns_endp
     assert "container.clusters.connect" in workflow
     ci = readme.split("\n## CI\n", 1)[1].split("\n## ", 1)[0]
     assert "container.clusters.connect" in ci
+
+
+def _credential_steps(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    uses = {"auth-actions": "pulumi/auth-actions@", "esc": "pulumi/esc-action@"}
+    uses["wif"] = "google-github-actions/auth@"
+    found = {}
+    for key, prefix in uses.items():
+        (found[key],) = [s for s in job["steps"] if str(s.get("uses", "")).startswith(prefix)]
+    return found
+
+
+def test_ci_credentials_come_by_oidc_on_either_path_never_from_a_long_lived_key() -> None:
+    """Two paths, chosen by whether the job's ESC environment is named: Pulumi ESC (the run's
+    OIDC token traded by pulumi/auth-actions for a short-lived Pulumi Cloud token, then the ESC
+    environment's gcp-login for Google) or direct Workload Identity; exactly one runs. No job
+    sets PULUMI_ACCESS_TOKEN for all its steps (GitHub lets a job's `env` shadow what an
+    action exports, which would hide the OIDC token); the steps that run the CLI take the
+    OIDC token first, the secret otherwise. No step is given a key file."""
+    jobs = _workflow("preview.yml")["jobs"]
+    for name, kind in (("preview", "PREVIEW"), ("up", "DEPLOY")):
+        job = jobs[name]
+        steps = _credential_steps(job)
+        esc = f"vars.PULUMI_ESC_{kind}_ENVIRONMENT"
+        assert steps["auth-actions"]["if"] == f"{esc} != ''"
+        assert steps["esc"]["if"] == f"{esc} != ''"
+        assert steps["wif"]["if"] == f"{esc} == ''"
+        assert steps["auth-actions"]["id"] == "pulumi-oidc"
+        assert steps["esc"]["with"]["environment"] == "${{ " + esc + " }}"
+        assert steps["auth-actions"]["with"]["requested-token-type"].endswith(":organization")
+        # What the Google provider and gcloud (the kubeconfig's auth plugin) read.
+        exported = set(steps["esc"]["with"]["export-environment-variables"].split())
+        assert {"GOOGLE_OAUTH_ACCESS_TOKEN", "CLOUDSDK_AUTH_ACCESS_TOKEN"} <= exported
+        order = [job["steps"].index(steps[k]) for k in ("auth-actions", "esc", "wif")]
+        assert order == sorted(order)
+        assert "PULUMI_ACCESS_TOKEN" not in job["env"], name
+        cli = [s for s in _pulumi_steps(job) if s["with"].get("command")]
+        cli += [s for s in job["steps"] if "pulumi up " in str(s.get("run", ""))]
+        assert cli
+        expected = (
+            "${{ steps.pulumi-oidc.outputs.pulumi-access-token || secrets.PULUMI_ACCESS_TOKEN }}"
+        )
+        for step in cli:
+            assert step["env"]["PULUMI_ACCESS_TOKEN"] == expected, step["name"]
+        assert order[0] < min(job["steps"].index(s) for s in cli)
+    text = (REPO / ".github" / "workflows" / "preview.yml").read_text()
+    assert "credentials_json" not in text
+    assert "GOOGLE_APPLICATION_CREDENTIALS" not in text

@@ -844,16 +844,18 @@ def test_a_changed_kubeconfig_replaces_no_kubernetes_object(b200: str, tmp_path:
     must(pulumi(b200, "preview", "--expect-no-changes", env=env))
 
 
+SECRETS = {"hfToken": "hf_fake_not_real", "wandbApiKey": "wandb_fake_not_real"}
+"""The run's tokens in the RayJob test: neither may reach a log, a copy or the State API."""
+
+
 def test_the_grpo_rayjob_succeeds_with_every_worker_on_a_gpu_with_gib(b200: str) -> None:
     """KubeRay submits the RayJob to the real head; NeMo RL's stand-in places a worker on each of
     the 16 GPUs with the driver's environment; every one must see its GPU and the gIB setup."""
     env = environ()
     must(pulumi(b200, "config", "set", "--path", "nemo-rl-gke:ray.job.enabled", "true", env=env))
-    must(
-        pulumi(
-            b200, "config", "set", "--secret", "nemo-rl-gke:hfToken", "hf_fake_not_real", env=env
-        )
-    )
+    must(pulumi(b200, "config", "set", "--path", "nemo-rl-gke:ray.job.wandb", "true", env=env))
+    for key, value in SECRETS.items():
+        must(pulumi(b200, "config", "set", "--secret", f"nemo-rl-gke:{key}", value, env=env))
     try:
         must(pulumi(b200, "up", "--yes", env=env))
 
@@ -863,7 +865,7 @@ def test_the_grpo_rayjob_succeeds_with_every_worker_on_a_gpu_with_gib(b200: str)
             f"/data/nemo-rl/runs/{run}/"
         )
         assert "examples/run_grpo.py" in job["spec"]["entrypoint"]
-        assert "hf_fake_not_real" not in json.dumps(job)
+        assert not [v for v in SECRETS.values() if v in json.dumps(job)]
         assert job["status"]["jobStatus"] == "SUCCEEDED", json.dumps(job["status"], indent=1)
         assert job["status"]["jobDeploymentStatus"] == "Complete"
         workers = run_workers(run)
@@ -899,7 +901,8 @@ def test_the_grpo_rayjob_succeeds_with_every_worker_on_a_gpu_with_gib(b200: str)
 
         wait_until("the workers' Ray logs on /data", shipped, 60)
         copied = [f for f in copies.glob("*/*/nemo-rl/ray-logs/nemo-rl/*/*/*") if f.is_file()]
-        assert not [f for f in copied if "hf_fake_not_real" in f.read_text(errors="replace")]
+        for value in SECRETS.values():
+            assert not [f for f in copied if value in f.read_text(errors="replace")]
         # NeMo RL copied the driver's environment into every actor, which the State API
         # serves to whoever has the dashboard's token: the run's token is in none of them.
         head = "http://nemo-rl-head-svc.nemo-rl.svc.cluster.local:8265"
@@ -907,16 +910,18 @@ def test_the_grpo_rayjob_succeeds_with_every_worker_on_a_gpu_with_gib(b200: str)
             cluster_http(f"{head}/api/v0/actors?detail=1&limit=1000", headers=dashboard_headers())
         )
         assert listing.count('"class_name": "_Worker"') >= 16
-        assert "hf_fake_not_real" not in listing
+        assert not [v for v in SECRETS.values() if v in listing]
         # Nor the dashboard's own token (the driver connects from a file), in the State API,
         # in any line the sidecars printed for Cloud Logging or in any file they copied.
         assert dashboard_headers()["Authorization"].split()[-1] not in listing
-        no_secret_shipped(copies, also=("hf_fake_not_real",))
+        no_secret_shipped(copies, also=tuple(SECRETS.values()))
     finally:
         must(
             pulumi(b200, "config", "set", "--path", "nemo-rl-gke:ray.job.enabled", "false", env=env)
         )
-        must(pulumi(b200, "config", "rm", "nemo-rl-gke:hfToken", env=env))
+        must(pulumi(b200, "config", "rm", "--path", "nemo-rl-gke:ray.job.wandb", env=env))
+        for key in SECRETS:
+            must(pulumi(b200, "config", "rm", f"nemo-rl-gke:{key}", env=env))
         must(pulumi(b200, "up", "--yes", env=env))
     assert kube("get", "rayjobs.ray.io", "-n", "nemo-rl")["items"] == []
 

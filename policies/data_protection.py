@@ -47,7 +47,7 @@ protect_stateful_resources = resource_policy(
 )
 
 
-def _lustre_pv_retain(args: ResourceValidationArgs, config: Config) -> Iterator[str]:
+def _lustre_pv_retain(args: ResourceValidationArgs, _config: Config) -> Iterator[str]:
     spec = get_map(args.props, "spec")
     if get_str(get_map(spec, "csi"), "driver") != LUSTRE_CSI:
         return

@@ -16,7 +16,7 @@ WORLD = ("0.0.0.0/0", "::/0")
 LUSTRE_PORTS = ("988", "6988")
 
 
-def _no_world_ingress(args: ResourceValidationArgs, config: Config) -> Iterator[str]:
+def _no_world_ingress(args: ResourceValidationArgs, _config: Config) -> Iterator[str]:
     props = args.props
     if (get_str(props, "direction") or "INGRESS") != "INGRESS":  # provider default is INGRESS
         return
@@ -64,7 +64,7 @@ def _firewalls_on(resources: Sequence[PolicyResource], networks: set[str]) -> li
 
 
 def _none_on_roce(
-    resources: Sequence[PolicyResource], config: Config
+    resources: Sequence[PolicyResource], _config: Config
 ) -> Iterator[tuple[str, PolicyResource | None]]:
     for fw in _firewalls_on(resources, roce_network_names(resources)):
         yield (
@@ -144,7 +144,7 @@ def _psa_ranges(resources: Sequence[PolicyResource]) -> list[IPv4Network]:
 
 
 def _lustre_psa_only(
-    resources: Sequence[PolicyResource], config: Config
+    resources: Sequence[PolicyResource], _config: Config
 ) -> Iterator[tuple[str, PolicyResource | None]]:
     lustre_rules = [fw for fw in of_type(resources, FIREWALL) if _opens_lustre_port(fw)]
     if not lustre_rules:

@@ -313,7 +313,7 @@ gpu_capacity_sold = resource_policy(
 )
 
 
-def _compact_single_zone(args: ResourceValidationArgs, config: Config) -> Iterator[str]:
+def _compact_single_zone(args: ResourceValidationArgs, _config: Config) -> Iterator[str]:
     if get_str(get_map(args.props, "placementPolicy"), "type") != "COMPACT":
         return
     zones = get_list(args.props, "nodeLocations")

@@ -35,7 +35,7 @@ def _node_config(props: Mapping[str, Any]) -> Mapping[str, Any]:
     return get_map(props, "nodeConfig")
 
 
-def _workload_identity(args: ResourceValidationArgs, config: Config) -> Iterator[str]:
+def _workload_identity(args: ResourceValidationArgs, _config: Config) -> Iterator[str]:
     if args.resource_type == CLUSTER:
         if not get_str(get_map(args.props, "workloadIdentityConfig"), "workloadPool"):
             yield "has no Workload Identity pool (workloadIdentityConfig.workloadPool)"
@@ -57,7 +57,7 @@ gke_workload_identity = resource_policy(
 )
 
 
-def _private_nodes(args: ResourceValidationArgs, config: Config) -> Iterator[str]:
+def _private_nodes(args: ResourceValidationArgs, _config: Config) -> Iterator[str]:
     if args.resource_type == CLUSTER:
         if not get_bool(get_map(args.props, "privateClusterConfig"), "enablePrivateNodes"):
             yield "gives nodes public IPs (privateClusterConfig.enablePrivateNodes is not true)"
@@ -84,7 +84,7 @@ gke_private_nodes = resource_policy(
 )
 
 
-def _shielded(args: ResourceValidationArgs, config: Config) -> Iterator[str]:
+def _shielded(args: ResourceValidationArgs, _config: Config) -> Iterator[str]:
     if args.resource_type == CLUSTER:
         if get_bool(args.props, "enableShieldedNodes") is False:
             yield "turns shielded nodes off"
@@ -105,7 +105,7 @@ gke_shielded_nodes = resource_policy(
 )
 
 
-def _no_legacy_auth(args: ResourceValidationArgs, config: Config) -> Iterator[str]:
+def _no_legacy_auth(args: ResourceValidationArgs, _config: Config) -> Iterator[str]:
     props = args.props
     if get_bool(props, "enableLegacyAbac"):
         yield "enables legacy ABAC authorization"
@@ -130,7 +130,7 @@ gke_no_legacy_auth = resource_policy(
 )
 
 
-def _node_service_account(args: ResourceValidationArgs, config: Config) -> Iterator[str]:
+def _node_service_account(args: ResourceValidationArgs, _config: Config) -> Iterator[str]:
     node = _node_config(args.props)
     if args.resource_type == CLUSTER and not node:
         return  # no default pool configured on the cluster resource
@@ -154,7 +154,7 @@ gke_node_service_account = resource_policy(
 )
 
 
-def _node_hardening(args: ResourceValidationArgs, config: Config) -> Iterator[str]:
+def _node_hardening(args: ResourceValidationArgs, _config: Config) -> Iterator[str]:
     node = _node_config(args.props)
     image = (get_str(node, "imageType") or "COS_CONTAINERD").upper()
     if not image.startswith("COS"):
@@ -220,7 +220,7 @@ gke_cluster_hardening = resource_policy(
 
 
 def _flow_logs(
-    resources: Sequence[PolicyResource], config: Config
+    resources: Sequence[PolicyResource], _config: Config
 ) -> Iterator[tuple[str, PolicyResource | None]]:
     roce = roce_network_names(resources)
     for subnet in of_type(resources, SUBNETWORK):
@@ -269,7 +269,7 @@ def _containers(value: Any) -> Iterator[Mapping[str, Any]]:
             yield from _containers(item)
 
 
-def _secrets_by_reference(args: ResourceValidationArgs, config: Config) -> Iterator[str]:
+def _secrets_by_reference(args: ResourceValidationArgs, _config: Config) -> Iterator[str]:
     for container in _containers(get_map(args.props, "spec")):
         for env in get_list(container, "env"):
             name = get_str(env, "name") or ""

@@ -315,51 +315,10 @@ def main(
     except SystemExit as exit_:
         return EXIT_OK if exit_.code == 0 else EXIT_USAGE
     stack_file = args.stack_file or REPO_ROOT / f"Pulumi.{args.stack or 'dev'}.yaml"
-    try:
-        stack = stack_name_from_file(stack_file)
-        if not stack_file.exists():
-            raise StackFileError(f"no stack file {stack_file}")
-        if args.previous is not None and args.previous.suffix != ".json":
-            previous_stack = stack_name_from_file(args.previous)
-            if previous_stack != stack:
-                raise StackFileError(
-                    f"{args.previous} is stack {previous_stack!r}, this is {stack!r}: compare a"
-                    " stack with its own earlier configuration"
-                )
-        before = None
-        if args.previous is not None:
-            try:
-                before = _previous_snapshot(args.previous, args.policy_config)
-            except ChangeRefused:
-                raise
-            except InvalidStackConfig as error:
-                print(f"preflight: previous stack: {error}", file=err)
-                return EXIT_USAGE
-        result = preflight(
-            stack_file,
-            policy_config=args.policy_config,
-            known=args.known,
-            # With --previous, GKE versions are judged as an update judges them (only what
-            # changed); the rest of the previous deployment is compared below.
-            previous_outputs=(
-                {REPLACEMENT_EXPORT: versions_exported(before.replacement_config)}
-                if before is not None
-                else None
-            ),
-            reservations=args.reservations,
-        )
-    except (StackFileError, PolicyConfigError, FixtureError, InvalidStackConfig) as error:
-        print(f"preflight: {error}", file=err)
-        _environment_note(stack_file, err)
-        return EXIT_USAGE
-    except ProgramError as error:
-        print(f"preflight: program error: {error}", file=err)
-        return EXIT_VIOLATIONS
-    except Exception:  # the program itself crashed: show where, it is a bug
-        print("preflight: the program raised an unexpected error:", file=err)
-        traceback.print_exc(file=err)
-        return EXIT_VIOLATIONS
-
+    ran = _run(args, stack_file, err)
+    if isinstance(ran, int):
+        return ran
+    result, before = ran
     report = None
     if args.previous is not None and before is not None:
         try:
@@ -375,6 +334,93 @@ def main(
     for note in result.notes:
         print(f"preflight: note: {note}", file=err)
     _environment_note(stack_file, err)
+    failed = _write_files(args, stack_file, result, report, err)
+    if failed is not None:
+        return failed
+    if not args.quiet:
+        _print_run(result, out)
+    if report is not None:
+        print(changes.render(report), file=out)
+        print(file=out)
+    refused = bool(report and report.refusals)
+    verdict = "FAIL" if result.mandatory or refused else "PASS"
+    print(
+        f"preflight {result.run.stack}: {verdict} - {len(result.run.records)} resources,"
+        f" {len(result.mandatory)} mandatory / {len(result.violations)} total violations"
+        f" ({result.seconds:.2f}s)",
+        file=out,
+    )
+    return EXIT_VIOLATIONS if result.mandatory or refused else EXIT_OK
+
+
+def _checked_previous(args: argparse.Namespace, stack_file: Path) -> changes.Snapshot | None:
+    """The snapshot of `--previous`, after checking the stack files name one stack."""
+    stack = stack_name_from_file(stack_file)
+    if not stack_file.exists():
+        raise StackFileError(f"no stack file {stack_file}")
+    if args.previous is None:
+        return None
+    if args.previous.suffix != ".json":
+        previous_stack = stack_name_from_file(args.previous)
+        if previous_stack != stack:
+            raise StackFileError(
+                f"{args.previous} is stack {previous_stack!r}, this is {stack!r}: compare a"
+                " stack with its own earlier configuration"
+            )
+    try:
+        return _previous_snapshot(args.previous, args.policy_config)
+    except InvalidStackConfig as error:
+        raise _PreviousInvalidError(str(error)) from error
+
+
+class _PreviousInvalidError(Exception):
+    """The `--previous` stack file's configuration is invalid."""
+
+
+def _run(
+    args: argparse.Namespace, stack_file: Path, err: TextIO
+) -> tuple[Result, changes.Snapshot | None] | int:
+    """The program's run (and the previous snapshot), or the exit code that stops here."""
+    try:
+        before = _checked_previous(args, stack_file)
+        result = preflight(
+            stack_file,
+            policy_config=args.policy_config,
+            known=args.known,
+            # With --previous, GKE versions are judged as an update judges them (only what
+            # changed); the rest of the previous deployment is compared in main.
+            previous_outputs=(
+                {REPLACEMENT_EXPORT: versions_exported(before.replacement_config)}
+                if before is not None
+                else None
+            ),
+            reservations=args.reservations,
+        )
+    except _PreviousInvalidError as error:
+        print(f"preflight: previous stack: {error}", file=err)
+        return EXIT_USAGE
+    except (StackFileError, PolicyConfigError, FixtureError, InvalidStackConfig) as error:
+        print(f"preflight: {error}", file=err)
+        _environment_note(stack_file, err)
+        return EXIT_USAGE
+    except ProgramError as error:
+        print(f"preflight: program error: {error}", file=err)
+        return EXIT_VIOLATIONS
+    except Exception:  # noqa: BLE001 - the program itself crashed: show where, it is a bug
+        print("preflight: the program raised an unexpected error:", file=err)
+        traceback.print_exc(file=err)
+        return EXIT_VIOLATIONS
+    return result, before
+
+
+def _write_files(
+    args: argparse.Namespace,
+    stack_file: Path,
+    result: Result,
+    report: changes.ChangeReport | None,
+    err: TextIO,
+) -> int | None:
+    """The files asked for (--manifests, --json, --graph); an exit code when one cannot be."""
     if args.manifests is not None:
         from preflight.manifests import write_manifests
 
@@ -404,37 +450,29 @@ def main(
         except ValueError as error:
             print(f"preflight: {error}", file=err)
             return EXIT_USAGE
-    if not args.quiet:
-        cfg_note = result.policy_config_path or "schema defaults"
-        print(render_tree(result.run), file=out)
+    return None
+
+
+def _print_run(result: Result, out: TextIO) -> None:
+    """The resource tree, summary, org policies, violations and outputs."""
+    cfg_note = result.policy_config_path or "schema defaults"
+    print(render_tree(result.run), file=out)
+    print(file=out)
+    print(render_summary(result.summary), file=out)
+    print(file=out)
+    print(org_policies.render(org_policies.needs(result.run)), file=out)
+    print(file=out)
+    print(f"Policy config: {cfg_note}", file=out)
+    print(render_violations(result.policies, result.violations), file=out)
+    if result.run.exports:
         print(file=out)
-        print(render_summary(result.summary), file=out)
-        print(file=out)
-        print(org_policies.render(org_policies.needs(result.run)), file=out)
-        print(file=out)
-        print(f"Policy config: {cfg_note}", file=out)
-        print(render_violations(result.policies, result.violations), file=out)
-        if result.run.exports:
-            print(file=out)
-            print("Outputs:", file=out)
-            for key, export in sorted(result.run.exports.items()):
-                shown = json.dumps(export.shown)
-                if len(shown) > LONG_OUTPUT:  # a manifest: the JSON report holds it whole
-                    shown = f"<{len(shown)} characters; --json prints it>"
-                print(f"  {key}: {shown}", file=out)
-        print(file=out)
-    if report is not None:
-        print(changes.render(report), file=out)
-        print(file=out)
-    refused = bool(report and report.refusals)
-    verdict = "FAIL" if result.mandatory or refused else "PASS"
-    print(
-        f"preflight {result.run.stack}: {verdict} - {len(result.run.records)} resources,"
-        f" {len(result.mandatory)} mandatory / {len(result.violations)} total violations"
-        f" ({result.seconds:.2f}s)",
-        file=out,
-    )
-    return EXIT_VIOLATIONS if result.mandatory or refused else EXIT_OK
+        print("Outputs:", file=out)
+        for key, export in sorted(result.run.exports.items()):
+            shown = json.dumps(export.shown)
+            if len(shown) > LONG_OUTPUT:  # a manifest: the JSON report holds it whole
+                shown = f"<{len(shown)} characters; --json prints it>"
+            print(f"  {key}: {shown}", file=out)
+    print(file=out)
 
 
 def _previous_snapshot(previous: Path, policy_config: Path | None) -> changes.Snapshot:

@@ -37,7 +37,7 @@ def read_engine_versions(cfg: StackConfig) -> EngineVersions | None:
     and GKE itself then judges the version)."""
     try:
         found = gcp.container.get_engine_versions(location=cfg.region, project=cfg.project)
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - the provider's error, judged below
         if api_off(error):
             pulumi.log.warn(
                 "GKE's offered versions were not read (the GKE API is not on yet):"

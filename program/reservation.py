@@ -83,7 +83,7 @@ def check_reservation(cfg: StackConfig) -> None:
 def _read(path: ReservationPath, owner: str, zone: str) -> ReservationSeen:
     try:
         reservation = gcp.compute.get_reservation(name=path.name, zone=zone, project=owner)
-    except Exception as error:  # the provider's error, whatever its class
+    except Exception as error:  # noqa: BLE001 - the provider's error, whatever its class
         raise _unreadable(path, owner, zone, error) from None
     specifics = list(reservation.specific_reservations or [])
     if not reservation.name or not specifics:
@@ -116,7 +116,7 @@ def _read(path: ReservationPath, owner: str, zone: str) -> ReservationSeen:
                 name=path.block, reservation=path.name, zone=zone, project=owner
             )
             capacity = Capacity(int(block.block_count or 0), int(block.in_use_count or 0))
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - the provider's error, whatever its class
         raise _unreadable(path, owner, zone, error) from None
     return ReservationSeen(
         specific_required=bool(reservation.specific_reservation_required),
@@ -143,7 +143,7 @@ def read_gpu_pool(cfg: StackConfig, key: str, way_out: str) -> tuple[int, str] |
         cluster = gcp.container.get_cluster(
             name=cfg.names.cluster, location=cfg.region, project=cfg.project
         )
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - the provider's error, judged below
         if _missing(error) or api_off(error):
             return None
         raise InvalidStackConfig(

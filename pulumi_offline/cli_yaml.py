@@ -128,7 +128,7 @@ def load(data: bytes) -> Any:
     return load_text(decode(data))
 
 
-def load_text(text: str) -> Any:
+def load_text(text: str) -> Any:  # noqa: C901, PLR0915 - yaml.v3's decoding, event by event
     """Decode YAML text (the first and only document) as yaml.v3 decodes it into `any`."""
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     stack: list[_Frame] = []

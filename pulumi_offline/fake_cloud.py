@@ -207,7 +207,7 @@ class FakeCloud(pulumi.runtime.Mocks):
         outputs.setdefault("address", "192.0.2.0")
         return self._global("addresses", name, outputs)
 
-    def _psa_connection(self, name: str, outputs: Outputs) -> str:
+    def _psa_connection(self, name: str, outputs: Outputs) -> str:  # noqa: ARG002 - id rule
         outputs.setdefault("peering", "servicenetworking-googleapis-com")
         return f"{outputs.get('network')}:{outputs.get('service')}"
 
@@ -265,11 +265,11 @@ class FakeCloud(pulumi.runtime.Mocks):
         outputs["selfLink"] = f"https://www.googleapis.com/storage/v1/b/{bucket}"
         return bucket
 
-    def _project_iam_member(self, name: str, outputs: Outputs) -> str:
+    def _project_iam_member(self, name: str, outputs: Outputs) -> str:  # noqa: ARG002 - id rule
         outputs["etag"] = "BwYFAKEFAKE="
         return f"{outputs.get('project')}/{outputs.get('role')}/{outputs.get('member')}"
 
-    def _bucket_iam_member(self, name: str, outputs: Outputs) -> str:
+    def _bucket_iam_member(self, name: str, outputs: Outputs) -> str:  # noqa: ARG002 - id rule
         outputs["etag"] = "CAE="
         return f"b/{outputs.get('bucket')}/{outputs.get('role')}/{outputs.get('member')}"
 

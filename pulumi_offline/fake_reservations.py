@@ -376,7 +376,9 @@ def _affinity(pool: PoolNodes) -> dict[str, Any]:
 
 
 def assumed_versions(
-    channel: str, min_version: str, pool_versions: tuple[str | None, ...]
+    channel: str,  # noqa: ARG001 - the invoke's arguments; the channel is unused offline
+    min_version: str,
+    pool_versions: tuple[str | None, ...],
 ) -> EngineVersions:
     """GKE's offer as the stack asks for it (the pinned channel version, the control plane's
     version and every pool's): what preflight answers when no description is given. It proves

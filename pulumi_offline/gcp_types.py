@@ -289,7 +289,9 @@ def _unwrap(expected: Any) -> Any:
     return expected
 
 
-def _check_value(expected: Any, item: PropertyValue, where: str) -> Iterator[Failure]:
+def _check_value(  # noqa: C901 - one case per schema type, as the provider checks them
+    expected: Any, item: PropertyValue, where: str
+) -> Iterator[Failure]:
     value = item.value
     if value is None or isinstance(value, Computed):
         return  # null is "not set"; an unknown is checked again when it is known

@@ -146,7 +146,9 @@ def config_key(project: str, key: str, file: str) -> str:
     )
 
 
-def read_stack(project: ProjectFile, stack_file: Path) -> StackConfigValues:
+def read_stack(  # noqa: C901, PLR0915 - the CLI's checks of a stack file, in its order
+    project: ProjectFile, stack_file: Path
+) -> StackConfigValues:
     """Merge project defaults and the stack file into the engine's config map.
 
     Fails (StackFileError) where the CLI itself stops a preview before the program runs

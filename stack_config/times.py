@@ -86,7 +86,7 @@ def within(seconds: float, work: Callable[[], _T]) -> _T | None:
     def run() -> None:
         try:
             result.append(work())
-        except BaseException as err:
+        except BaseException as err:  # noqa: BLE001 - handed to the caller's thread
             error.append(err)
 
     thread = threading.Thread(target=run, daemon=True, name="rrule-evaluation")

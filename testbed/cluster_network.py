@@ -173,7 +173,7 @@ class ClusterNetwork:
         class Proxy(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: ARG002 - silenced
                 return
 
             def _refuse(self, code: int, why: str) -> None:

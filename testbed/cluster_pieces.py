@@ -36,7 +36,7 @@ KWOK_STAGES = (
 pods owned by a Job complete, deleted pods go away."""
 
 
-def _kwok_stages(module: Path, out: Path) -> None:
+def _kwok_stages(module: Path, out: Path) -> None:  # noqa: ARG001 - a post-build step's signature
     """One kwok config file made of the stages its release ships (nothing copied into git)."""
     source = module_dir(PIECES["kwok"], "sigs.k8s.io/kwok") / "kustomize" / "stage"
     documents = [(source / stage).read_text(encoding="utf-8").strip() for stage in KWOK_STAGES]
@@ -55,7 +55,7 @@ PROVISIONING_REQUEST_MODULE = "k8s.io/autoscaler/cluster-autoscaler/apis"
 PROVISIONING_REQUEST_CRD = "autoscaling.x-k8s.io_provisioningrequests.yaml"
 
 
-def _provisioning_request_crd(module: Path, out: Path) -> None:
+def _provisioning_request_crd(module: Path, out: Path) -> None:  # noqa: ARG001 - post-build step
     """The ProvisioningRequest CRD from the cluster autoscaler's API module (the version Kueue
     requires), beside the binary: GKE serves it; the local control plane needs it installed
     before Kueue starts. Nothing copied into git."""

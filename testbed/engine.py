@@ -54,7 +54,7 @@ def _provider_schema(module: Path) -> list[Path]:
     return written
 
 
-def _exec_script(module: Path, out: Path) -> None:
+def _exec_script(module: Path, out: Path) -> None:  # noqa: ARG001 - a post-build step's signature
     """The language host runs programs through the exec script shipped in sdk/v3."""
     sdk = module_dir(PIECES["language-python"], "github.com/pulumi/pulumi/sdk/v3")
     target = out / "pulumi-language-python-exec"

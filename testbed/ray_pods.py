@@ -255,7 +255,7 @@ class RayPods:
                 self.say(f"ray pod {pod.namespace}/{pod.name}: ConfigMap {name} key {key} in"
                          f" its volume {volume['name']}")  # fmt: skip
 
-    def advance(self, pod: RayPod) -> None:
+    def advance(self, pod: RayPod) -> None:  # noqa: C901 - a kubelet's steps, in their order
         """Move a pod along: init containers, the Ray container, readiness, its end."""
         self.sync_secrets(pod)
         if pod.init is not None:
@@ -432,123 +432,123 @@ class RayPods:
 
     # --- status ----------------------------------------------------------------------------
 
-    def report(self, pod: RayPod) -> None:
-        """The pod's status as its kubelet would write it now."""
-        init_statuses = []
+    def _init_status(self, pod: RayPod, spec: dict[str, Any]) -> dict[str, Any]:
+        """One init container's status (a native sidecar's, or a plain one's)."""
         done_by_name = {c.name: c for c in pod.done_init}
         sidecars = {c.name: c for c in pod.sidecars}
-        for spec in pod.pod["spec"].get("initContainers", []):
-            done = done_by_name.get(spec["name"])
-            running = pod.init if pod.init and pod.init.name == spec["name"] else None
-            sidecar = sidecars.get(spec["name"])
-            if sidecar is not None:
-                ended = sidecar.proc.poll()
-                state: dict[str, Any] = (
-                    {"running": {"startedAt": sidecar.started}}
-                    if ended is None
-                    else {
-                        "terminated": {
-                            "exitCode": ended,
-                            "reason": "Completed" if ended == 0 else "Error",
-                            "startedAt": sidecar.started,
-                            "finishedAt": now(),
-                        }
-                    }
-                )
-                init_statuses.append(
-                    {
-                        "name": spec["name"],
-                        "image": spec.get("image", ""),
-                        "imageID": "",
-                        "ready": ended is None,
-                        "restartCount": 0,
-                        "started": ended is None,
-                        "state": state,
-                    }
-                )
-                continue
-            if done is not None:
-                state = {
+        done = done_by_name.get(spec["name"])
+        running = pod.init if pod.init and pod.init.name == spec["name"] else None
+        sidecar = sidecars.get(spec["name"])
+        if sidecar is not None:
+            ended = sidecar.proc.poll()
+            state: dict[str, Any] = (
+                {"running": {"startedAt": sidecar.started}}
+                if ended is None
+                else {
                     "terminated": {
-                        "exitCode": 0,
-                        "reason": "Completed",
-                        "startedAt": done.started,
-                        "finishedAt": done.ended or now(),
-                    }
-                }
-            elif running is not None and running.proc.poll() not in (None, 0):
-                state = {
-                    "terminated": {
-                        "exitCode": running.proc.returncode,
-                        "reason": "Error",
-                        "message": self.message(running),
-                        "startedAt": running.started,
+                        "exitCode": ended,
+                        "reason": "Completed" if ended == 0 else "Error",
+                        "startedAt": sidecar.started,
                         "finishedAt": now(),
                     }
                 }
-            elif running is not None:
-                state = {"running": {"startedAt": running.started}}
-            else:
-                state = {"waiting": {"reason": "PodInitializing"}}
-            init_statuses.append(
-                {
-                    "name": spec["name"],
-                    "image": spec.get("image", ""),
-                    "imageID": "",
-                    "ready": done is not None,
-                    "restartCount": 0,
-                    "started": running is not None,
-                    "state": state,
-                }
             )
-        statuses = []
-        for spec in pod.pod["spec"]["containers"]:
-            is_ray = spec["name"] == pod.ray_container["name"]
-            main = pod.main if is_ray else None
-            ready = pod.ready if is_ray else pod.main is not None
-            last: dict[str, Any] = {}
-            if is_ray and main is not None and main.proc.poll() is not None:
-                code = main.proc.returncode
-                terminated = {
-                    "exitCode": code,
-                    "reason": "Completed" if code == 0 else "Error",
-                    "message": self.message(main),
-                    "startedAt": main.started,
-                    "finishedAt": main.ended or now(),
+            return {
+                "name": spec["name"],
+                "image": spec.get("image", ""),
+                "imageID": "",
+                "ready": ended is None,
+                "restartCount": 0,
+                "started": ended is None,
+                "state": state,
+            }
+        if done is not None:
+            state = {
+                "terminated": {
+                    "exitCode": 0,
+                    "reason": "Completed",
+                    "startedAt": done.started,
+                    "finishedAt": done.ended or now(),
                 }
-                restarts = pod.pod["spec"].get("restartPolicy", "Always") != "Never"
-                if restarts:
-                    state = {
-                        "waiting": {
-                            "reason": "CrashLoopBackOff",
-                            "message": "the test bed does not restart containers",
-                        }
-                    }
-                    last = {"lastState": {"terminated": terminated}}
-                else:
-                    state = {"terminated": terminated}
-            elif (is_ray and main is not None) or (not is_ray and pod.main is not None):
-                state = {"running": {"startedAt": main.started if main else pod.started}}
-            else:
+            }
+        elif running is not None and running.proc.poll() not in (None, 0):
+            state = {
+                "terminated": {
+                    "exitCode": running.proc.returncode,
+                    "reason": "Error",
+                    "message": self.message(running),
+                    "startedAt": running.started,
+                    "finishedAt": now(),
+                }
+            }
+        elif running is not None:
+            state = {"running": {"startedAt": running.started}}
+        else:
+            state = {"waiting": {"reason": "PodInitializing"}}
+        return {
+            "name": spec["name"],
+            "image": spec.get("image", ""),
+            "imageID": "",
+            "ready": done is not None,
+            "restartCount": 0,
+            "started": running is not None,
+            "state": state,
+        }
+
+    def _container_status(self, pod: RayPod, spec: dict[str, Any]) -> dict[str, Any]:
+        """One container's status (the Ray container's from its process; the others run)."""
+        is_ray = spec["name"] == pod.ray_container["name"]
+        main = pod.main if is_ray else None
+        ready = pod.ready if is_ray else pod.main is not None
+        last: dict[str, Any] = {}
+        state: dict[str, Any]
+        if is_ray and main is not None and main.proc.poll() is not None:
+            code = main.proc.returncode
+            terminated = {
+                "exitCode": code,
+                "reason": "Completed" if code == 0 else "Error",
+                "message": self.message(main),
+                "startedAt": main.started,
+                "finishedAt": main.ended or now(),
+            }
+            restarts = pod.pod["spec"].get("restartPolicy", "Always") != "Never"
+            if restarts:
                 state = {
                     "waiting": {
-                        "reason": "PodInitializing"
-                        if pod.pending_init or pod.init
-                        else "ContainerCreating"
+                        "reason": "CrashLoopBackOff",
+                        "message": "the test bed does not restart containers",
                     }
                 }
-            statuses.append(
-                {
-                    "name": spec["name"],
-                    "image": spec.get("image", ""),
-                    "imageID": "",
-                    "ready": ready,
-                    "restartCount": 0,
-                    "started": "running" in state,
-                    "state": state,
-                    **last,
+                last = {"lastState": {"terminated": terminated}}
+            else:
+                state = {"terminated": terminated}
+        elif (is_ray and main is not None) or (not is_ray and pod.main is not None):
+            state = {"running": {"startedAt": main.started if main else pod.started}}
+        else:
+            state = {
+                "waiting": {
+                    "reason": "PodInitializing"
+                    if pod.pending_init or pod.init
+                    else "ContainerCreating"
                 }
-            )
+            }
+        return {
+            "name": spec["name"],
+            "image": spec.get("image", ""),
+            "imageID": "",
+            "ready": ready,
+            "restartCount": 0,
+            "started": "running" in state,
+            "state": state,
+            **last,
+        }
+
+    def report(self, pod: RayPod) -> None:
+        """The pod's status as its kubelet would write it now."""
+        init_statuses = [
+            self._init_status(pod, spec) for spec in pod.pod["spec"].get("initContainers", [])
+        ]
+        statuses = [self._container_status(pod, spec) for spec in pod.pod["spec"]["containers"]]
         initialized = pod.main is not None
         ended = pod.main is not None and pod.main.proc.poll() is not None
         never = pod.pod["spec"].get("restartPolicy", "Always") == "Never"

@@ -379,7 +379,7 @@ class RayWorkload(pulumi.ComponentResource):
         return job_labels, job_spec
 
     @staticmethod
-    def _env(args: RayWorkloadArgs) -> list[dict[str, Any]]:
+    def _env() -> list[dict[str, Any]]:
         env: list[dict[str, Any]] = [
             {"name": "HF_HOME", "value": HF_HOME},
             # Ray's OOM killer off, as NeMo RL's Kubernetes guide sets it on head and workers
@@ -429,7 +429,7 @@ class RayWorkload(pulumi.ComponentResource):
             args.min_replicas,
             args.max_replicas,
         )
-        env = cls._env(args)
+        env = cls._env()
         pod_annotations: dict[str, Any] = (
             {GCSFUSE_ANNOTATION: "true"} if args.data_is_gcsfuse else {}
         )

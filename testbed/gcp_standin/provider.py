@@ -195,7 +195,7 @@ class GcpStandIn(p.Provider):
         log(f"CheckConfig {request.urn}: {len(failures)} failure(s)")
         return p.CheckResponse(inputs=request.new_inputs, failures=_failures(failures))
 
-    async def diff_config(self, request: p.DiffRequest) -> p.DiffResponse:
+    async def diff_config(self, request: p.DiffRequest) -> p.DiffResponse:  # noqa: ARG002
         """The default provider never needs replacing."""
         return p.DiffResponse(changes=False)
 
@@ -460,7 +460,7 @@ class _Servicer(ProviderServicer):
     """The SDK's provider servicer, with a Diff that compares old inputs to new inputs (the
     SDK's own passes old outputs) the way the bridge does."""
 
-    async def Diff(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC method
+    async def Diff(self, request: Any, context: Any) -> Any:  # noqa: N802, ARG002 - gRPC method
         token = token_of(request.urn)
         olds = {k: plain(v) for k, v in PropertyValue.unmarshal_map(request.old_inputs).items()}
         news = {k: plain(v) for k, v in PropertyValue.unmarshal_map(request.news).items()}

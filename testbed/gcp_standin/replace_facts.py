@@ -38,7 +38,7 @@ def table_path() -> Path:
     return shared_dir() / TABLE
 
 
-def _customize(token: str, entry: Mapping[str, Any]) -> CustomizeRule | None:
+def _customize(token: str, entry: Mapping[str, Any]) -> CustomizeRule | None:  # noqa: ARG001
     """The CustomizeDiff rules the table describes, as predicates (None: not modelled)."""
     path, when = str(entry["path"]), str(entry.get("when", ""))
     source = str(entry.get("source", ""))

@@ -72,7 +72,7 @@ def bulletin_warnings(
             elif not gke_at_least(resolved, fix):
                 lines.append(
                     f"{key} {shown} is affected by {what}: the fix is in {fix}; move {key} there"
-                    " (README, Upgrading GKE)"
+                    " (docs/runbook.md, Upgrading GKE)"
                 )
     age = (today - date.fromisoformat(read.value)).days
     if age > STALE_AFTER_DAYS:

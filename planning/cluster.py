@@ -44,7 +44,7 @@ def system_pool_fix(shape: str) -> str:
     return (
         "wait until no RayJob runs (kubectl get rayjobs -n nemo-rl), then accept the recreation"
         f" for this shape: pulumi config set --path 'nemo-rl-gke:{SYSTEM_POOL_CONSENT}'"
-        f" {shape} && pulumi up (README, Day-2 changes)"
+        f" {shape} && pulumi up (docs/runbook.md, Day-2 changes)"
     )
 
 
@@ -201,7 +201,7 @@ def upgrade_notes(previous: dict[str, str | None], current: dict[str, str | None
 
 
 UPGRADE_STEPS = (
-    "upgrade in this order, one reviewed update each (README, Upgrading GKE): raise"
+    "upgrade in this order, one reviewed update each (docs/runbook.md, Upgrading GKE): raise"
     " cluster.minVersion to a version the channel offers; then set cluster.systemPool.version to"
     " a node version of that minor; then, when no run needs the GPU nodes, gpu.version"
 )

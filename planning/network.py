@@ -123,7 +123,8 @@ def cidr_shrinks_or_moves(old: Any, new: Any) -> bool:
 
 
 ZONE_MOVE_STEPS = (
-    "move in two updates (README, Day-2 changes, Moving to another zone): first remove the GPU"
+    "move in two updates (docs/runbook.md, Day-2 changes, Moving to another zone): first"
+    " remove the GPU"
     ' pool and what runs on it: pulumi destroy -s STACK --target-dependents --target "$(pulumi'
     " stack -s STACK --show-urns | grep -o 'urn:pulumi:[^ ]*::gpu-pool$')\"; then set"
     " nemo-rl-gke:zone (and gpu.reservation to one in the new zone) and pulumi up"

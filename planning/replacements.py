@@ -247,7 +247,7 @@ IN_PLACE: tuple[tuple[str, str], ...] = (
         "the control plane's version (GKE upgrades it in place); the pools stay where they are"
         " until cluster.systemPool.version, then gpu.version name a version of the new minor"
         " (the GPU pool's move recreates its nodes and ends the runs on them); a version GKE"
-        " does not offer stops the preview (README, Upgrading GKE)",
+        " does not offer stops the preview (docs/runbook.md, Upgrading GKE)",
     ),
     (f"{PROJECT}:network.mtu", "VPC mtu"),
     (f"{PROJECT}:protect", "deletion protection, Lustre deletionPolicy"),
@@ -288,7 +288,8 @@ def changes(previous: Mapping[str, Any], current: Mapping[str, Any]) -> Iterator
 
 ON_PURPOSE = (
     "to do it on purpose, lift protection in an update of its own, make the change, then"
-    " protect again (README, Day-2 changes): pulumi config set nemo-rl-gke:protect false &&"
+    " protect again (docs/runbook.md, Day-2 changes): pulumi config set nemo-rl-gke:protect"
+    " false &&"
     " pulumi up; then change the key and pulumi up; then pulumi config set nemo-rl-gke:protect"
     " true && pulumi up"
 )

@@ -190,7 +190,7 @@ def check_lustre_growth(previous: dict[str, Any], current: dict[str, Any]) -> di
             problem,
             f"keep lustre.capacityGib at {previous['lustre.capacityGib']} GiB or grow it within"
             " the rule; a smaller or larger file system is a new instance: copy the data out,"
-            " then change lustre.filesystem (it recreates Lustre, README Day-2 changes)",
+            " then change lustre.filesystem (it recreates Lustre, docs/runbook.md, Day-2 changes)",
         )
     return {**current, "lustre.createdCapacityGib": created}
 

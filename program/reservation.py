@@ -162,7 +162,9 @@ def read_gpu_pool(cfg: StackConfig, key: str, way_out: str) -> tuple[int, str] |
 
 def gpu_pool_running(cfg: StackConfig) -> bool:
     """Does the stack's GPU pool exist in its cluster now (asked before a zone change)?"""
-    way_out = "or remove the GPU pool first (README, Day-2 changes, Moving to another zone)"
+    way_out = (
+        "or remove the GPU pool first (docs/runbook.md, Day-2 changes, Moving to another zone)"
+    )
     return read_gpu_pool(cfg, f"{PROJECT}:zone", way_out) is not None
 
 

@@ -270,7 +270,7 @@ def pool_version_problems(
         yield ConfigProblem(
             ("gpu", "version"),
             f"{gpu_version} is newer than the system pool's {system}; the GPU pool moves last",
-            "raise cluster.systemPool.version to that minor first (README, Upgrading GKE)",
+            "raise cluster.systemPool.version to that minor first (docs/runbook.md, Upgrading GKE)",
         )
 
 

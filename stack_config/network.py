@@ -143,7 +143,7 @@ class NetworkConfig(ConfigModel):
         " NIC; dranet - GKE managed DRANET (Google's current A4 / A3 Ultra path): the GPU pool"
         " with acceleratorNetworkProfile auto, GKE manages the RDMA networks, pods claim the NICs"
         " through the default-rdma ResourceClaimTemplate. Switching a running stack replaces"
-        " the GPU pool (README, Day-2 changes).",
+        " the GPU pool (docs/runbook.md, Day-2 changes).",
     )
     rdma_devices: int | None = Field(
         None,

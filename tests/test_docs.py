@@ -13,7 +13,11 @@ from tests.harness import REPO
 PACKAGES = (
     "stack_config|planning|components|program|policies|preflight|pulumi_offline|testbed|verify"
 )
-DOCS = ("README.md", "docs/testbed.md", "docs/development.md")
+USER_DOCS = ("docs/configuration.md", "docs/runbook.md", "docs/operations.md", "docs/ci.md")
+"""The README's topics at length, each linked from it."""
+DOCS = ("README.md", *USER_DOCS, "docs/testbed.md", "docs/development.md")
+README_LINES = 450
+"""The README stays a user's first page (about 400 lines); the rest goes to USER_DOCS."""
 # A repository path starts at one of these top-level folders; paths under .tools/ and .venv/
 # are made by the Makefile and the test bed, not committed, so they are not checked.
 ROOTS = rf"{PACKAGES}|tools|tests|docs|\.ci|\.github"
@@ -88,7 +92,7 @@ def test_modules_cited_in_pulumi_yaml_exist() -> None:
 @pytest.mark.parametrize("doc", DOCS)
 def test_repository_paths_cited_in_the_docs_exist(doc: str) -> None:
     cited = set(REPO_PATH.findall(_read(doc)))
-    assert cited
+    assert cited or doc in USER_DOCS  # the README and the contributors' docs cite some
     globs = {path: re.sub(r"<[^<>/]*>", "*", path) for path in cited}
     missing = sorted(path for path, pattern in globs.items() if not any(REPO.glob(pattern)))
     assert missing == []
@@ -97,7 +101,7 @@ def test_repository_paths_cited_in_the_docs_exist(doc: str) -> None:
 @pytest.mark.parametrize("doc", DOCS)
 def test_every_make_target_the_docs_show_is_in_the_makefile(doc: str) -> None:
     named = make_targets_named(_read(doc))
-    assert named
+    assert named or doc in USER_DOCS  # the README and the contributors' docs show some
     assert sorted(named - set(makefile_rules())) == []
 
 
@@ -142,3 +146,17 @@ def test_exit_codes_are_described_as_preflight_s() -> None:
             for match in re.finditer(r"exit(?:s| code| codes)? (?:with code )?2\b", flat):
                 around = flat[max(0, match.start() - 200) : match.end() + 200]
                 assert "preflight" in around, f"{name}: {around!r}"
+
+
+def test_the_readme_is_short_and_links_every_user_doc() -> None:
+    """The README is for users and stays about 400 lines: the runbook, the configuration
+    catalogue, operations and CI set-up live in docs/, each linked from it, and every link to
+    a doc's section names a heading that doc has."""
+    readme = _read("README.md")
+    assert len(readme.splitlines()) <= README_LINES
+    for doc in USER_DOCS:
+        assert f"]({doc})" in readme, doc
+    for doc, anchor in re.findall(r"\]\((docs/[\w.-]+\.md)#([\w-]+)\)", readme):
+        headings = re.findall(r"^#+ (.+)$", _read(doc), re.MULTILINE)
+        anchors = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+        assert anchor in anchors, f"{doc}#{anchor}"

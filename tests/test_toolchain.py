@@ -38,8 +38,8 @@ def _pinned_uvs() -> dict[str, str]:
             for step in job["steps"]:
                 if str(step.get("uses", "")).startswith("astral-sh/setup-uv@"):
                     found[f"{name}:{job_name}"] = str(step["with"]["version"])
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    found["README"] = re.search(r'pip install "uv==([0-9.]+)"', readme)[1]  # type: ignore[index]
+    runbook = (REPO / "docs" / "runbook.md").read_text(encoding="utf-8")
+    found["runbook"] = re.search(r'pip install "uv==([0-9.]+)"', runbook)[1]  # type: ignore[index]
     return found
 
 
@@ -53,8 +53,8 @@ def test_every_uv_the_project_installs_is_the_same_and_new_enough() -> None:
 def test_the_readme_puts_uv_on_path_and_freezes_the_lock() -> None:
     """The prerequisites say how to get uv onto PATH and to set UV_FROZEN=1 (without it the
     toolchain's `uv sync` may rewrite uv.lock)."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    prerequisites = readme.split("### Prerequisites", 1)[1].split("### First deploy", 1)[0]
+    runbook = (REPO / "docs" / "runbook.md").read_text(encoding="utf-8")
+    prerequisites = runbook.split("## Prerequisites", 1)[1].split("## First deploy", 1)[0]
     block = prerequisites.split("**Tools**", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
     assert "pip install" in block
     assert re.search(r"export PATH=\S*uv\S*:\$PATH", block)

@@ -38,7 +38,7 @@ PLACEHOLDERS = {
 
 
 def _section(readme: str, title: str) -> str:
-    return readme.split(f"### {title}", 1)[1].split("\n### ", 1)[0]
+    return readme.split(f"\n## {title}", 1)[1].split("\n## ", 1)[0]
 
 
 def _bash_blocks(text: str) -> list[str]:
@@ -47,7 +47,7 @@ def _bash_blocks(text: str) -> list[str]:
 
 def readme_commands() -> tuple[str, str]:
     """(the Tools prerequisite's uv block, the First deploy block up to `pulumi preview`)."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "runbook.md").read_text(encoding="utf-8")
     tools = _section(readme, "Prerequisites").split("**Tools**", 1)[1]
     (uv_block, *_) = _bash_blocks(tools)
     (deploy, *_) = _bash_blocks(_section(readme, "First deploy"))

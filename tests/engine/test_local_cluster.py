@@ -1015,7 +1015,7 @@ def test_make_verify_prints_every_measurement_against_its_threshold(b200: str) -
 
 def test_a_failing_gate_fails_the_update_with_its_measurement(b200: str) -> None:
     """The storage gate: it takes no GPU, so it can run again beside the RayCluster (a GPU
-    gate would wait for the workers' GPUs; README, Verify)."""
+    gate would wait for the workers' GPUs; docs/runbook.md, Verify)."""
     env = environ()
     scenario = ROOT / SCENARIO_FILE
     slow = Scenario(fio_bw_bytes={"write": 1_000_000_000, "read": 3_000_000_000})
@@ -1050,7 +1050,7 @@ def free_the_gpus(stack: str, env: dict[str, str]) -> None:
     """The README's way to let a GPU gate run again on a running platform, word for word:
     destroy the RayCluster (and what depends on it) with --target; the next up creates it
     after the gates."""
-    readme = (PROJECT / "README.md").read_text(encoding="utf-8")
+    readme = (PROJECT / "docs" / "runbook.md").read_text(encoding="utf-8")
     block = readme.split("pulumi destroy -s b200 --target-dependents", 1)[1].split("```", 1)[0]
     command = "pulumi destroy -s b200 --target-dependents" + block.split("\npulumi up", 1)[0]
     assert stack == "b200"

@@ -21,7 +21,7 @@ def avoid_maintenance_affinity(clear_until: int | None = None) -> dict[str, obje
     """Required node affinity of a GPU worker: no node with host maintenance scheduled, or, given
     `clear_until` (Unix seconds: when a run submitted now is expected to end), also a node whose
     maintenance starts after then. Node affinity compares a label with fixed numbers only, so
-    the time comes with a submission (planning.submit_run); what the stack creates itself asks
+    the time comes with a submission (planning.queue_submit); what the stack creates itself asks
     for nodes without any. Evaluated at scheduling only: a running worker stays where it is."""
     terms: list[dict[str, object]] = [
         {"matchExpressions": [{"key": SCHEDULED_MAINTENANCE_LABEL, "operator": "DoesNotExist"}]}

@@ -23,8 +23,8 @@ from typing import Any, Final, Literal
 import yaml
 
 from planning.catalog import GpuProfile
-from planning.dranet import KUEUE_RDMA_RESOURCE, kueue_device_mappings
 from planning.kube import ACCELERATOR_LABEL
+from planning.rdma import KUEUE_RDMA_RESOURCE, kueue_device_mappings
 
 KUEUE_API: Final = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"

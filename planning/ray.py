@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from planning.catalog import GpuProfile
-from planning.grpo_sizes import DATASET_TRAIN_ROWS, RECIPES, RecipeShape, epochs_for
+from planning.ray_sizes import DATASET_TRAIN_ROWS, RECIPES, RecipeShape, epochs_for
 
 NEMO_RL_DIR = "/opt/nemo-rl"
 """WORKDIR of the NeMo RL image (NVIDIA-NeMo/RL:docker/Dockerfile)."""

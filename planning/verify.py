@@ -157,7 +157,8 @@ class GateSettings:
     grpo_smoke: bool = False
     smoke_steps: int = 3
     job_nccl: bool = True
-    """NCCL with the run's own image across the RayCluster's GPU workers (planning.job_nccl)."""
+    """NCCL with the run's own image across the RayCluster's GPU workers
+    (planning.verify_job_nccl)."""
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from planning.catalog import (
     machine_family,
     profile_for_accelerator,
 )
-from planning.dranet import DRA_DRIVER_LABEL
 from planning.network import RDMA_MTU
+from planning.rdma import DRA_DRIVER_LABEL
 from planning.resource_types import CLUSTER, NETWORK, NODE_POOL, SUBNETWORK
 from planning.versions import VERSIONS, gke_at_least
 from policies.base import Config, last_segment, of_type, resource_policy, stack_policy

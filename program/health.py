@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from components.verify.health import HealthCheckArgs, HealthChecks
+from components.health import HealthCheckArgs, HealthChecks
 from planning.health import HealthCheckPlan, health_scripts, plan_health_checks
 from planning.queue import HEALTH_PRIORITY, UNCONSTRAINED_TOPOLOGY
 from planning.verify import gate_scripts

@@ -9,10 +9,10 @@ import pulumi
 
 from components.ray.operator import KubeRayOperator, KubeRayOperatorArgs
 from components.ray.workload import RayJobPlan, RayWorkload, RayWorkloadArgs
-from planning.job_nccl import plan_job_nccl
 from planning.ray import KEEP_FAILED_HEAD_MINUTES, GrpoRun, grpo_entrypoint, worker_size
 from planning.ray_logs import cluster_log_dir, log_shipping, run_log_dir
 from planning.verify import plan_smoke, smoke_script
+from planning.verify_job_nccl import plan_job_nccl
 from planning.versions import VERSIONS
 from program.cluster import Gke
 from program.queue import Queue

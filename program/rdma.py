@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components.gpu_pool.pod import RdmaWiring
-from components.network.dranet import DranetNetworking, DranetNetworkingArgs
+from components.network.rdma_claims import DranetNetworking, DranetNetworkingArgs
 from planning.versions import VERSIONS
 from program.cluster import Gke
 from program.storage import Volumes

@@ -9,9 +9,9 @@ from dataclasses import replace
 from components.network.in_cluster import GVNIC_NETWORK, rdma_network_name
 from components.queue import KueueOperator
 from components.verify.gates import PlatformVerification, VerificationArgs
-from planning.dranet import CLAIM_TEMPLATE, RDMA_DEVICE_CLASS
 from planning.queue import VERIFY_PRIORITY
 from planning.ray import gib_shell_setup, gpu_shell_setup
+from planning.rdma import CLAIM_TEMPLATE, RDMA_DEVICE_CLASS
 from planning.verify import StorageTarget, VerifyInputs, gate_scripts, plan_gates
 from planning.versions import VERSIONS
 from program.cluster import Gke

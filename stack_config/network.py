@@ -14,7 +14,6 @@ from typing import Annotated, Any, Final, Literal, Self
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from planning.catalog import extra_gvnic_networks
-from planning.dranet import RdmaPath
 from planning.network import (
     DEFAULT_MAX_PODS_PER_NODE,
     consecutive_subnets,
@@ -25,6 +24,7 @@ from planning.network import (
     prefix_for,
     usable_addresses,
 )
+from planning.rdma import RdmaPath
 from planning.versions import VERSIONS, gke_at_least
 from stack_config.base import ConfigModel
 from stack_config.errors import ConfigProblem, show

@@ -8,10 +8,10 @@ from typing import Annotated, Final, Literal, Self
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from planning.grpo_sizes import describe_shapes, divides_batch, shapes_that_fit
 from planning.queue import gke_allocatable, machine_shape
 from planning.ray import IMAGE_CUDA, RUN_ID_LENGTH, GrpoRun, image_tag
 from planning.ray_logs import LOG_TARGETS, SHIPPER_CPU_MILLIS, SHIPPER_MEMORY_MIB, LogTarget
+from planning.ray_sizes import describe_shapes, divides_batch, shapes_that_fit
 from planning.versions import VERSIONS
 from stack_config.base import ConfigModel
 from stack_config.errors import ConfigProblem

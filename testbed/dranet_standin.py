@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planning.dranet import DRA_DRIVER, RDMA_DEVICE_CLASS, RESOURCE_API, device_class_spec
+from planning.rdma import DRA_DRIVER, RDMA_DEVICE_CLASS, RESOURCE_API, device_class_spec
 
 STANDIN_ANNOTATION = "nemo-rl-gke/stand-in"
 STANDIN_NOTE = "test bed stand-in for GKE's networking DRA driver (dra.net); not GKE's object"

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from planning.catalog import GpuProfile
-from planning.dranet import RDMA_DEVICE_CLASS
 from planning.kube import ACCELERATOR_LABEL, GKE_AUTH_PLUGIN, GPU_TAINT_KEY
 from planning.network import DEFAULT_MAX_PODS_PER_NODE
+from planning.rdma import RDMA_DEVICE_CLASS
 from planning.verify import GATE_LABEL
 from testbed.cluster_pieces import build_all
 from testbed.dranet_standin import dranet_objects

@@ -10,6 +10,7 @@ fails here naming the file, the line and the import.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,3 +166,55 @@ def test_a_broken_rule_names_the_file_the_line_and_the_import(
 )
 def test_an_allowed_import_passes(file: str, source: str) -> None:
     assert not [p for f in imports_of(source, Path(file)) if (p := broken(f))]
+
+
+LAYERS = ("stack_config", "planning", "components", "program")
+"""The platform's layers, where each concern has one stem (docs/development.md)."""
+STEM_ROW = re.compile(r"^\| `(\w+)` \|(.*)\|\s*$", re.MULTILINE)
+CITED = re.compile(r"`((?:stack_config|planning|components|program)/[\w/]+(?:\.py)?)`")
+
+
+def _development_doc() -> str:
+    return (REPO / "docs" / "development.md").read_text(encoding="utf-8")
+
+
+def stems() -> dict[str, list[str]]:
+    """The stem table of docs/development.md: each stem and the files its row names."""
+    doc = _development_doc()
+    table = doc.split("| Stem |", 1)[1].split("\n\n", 1)[0]
+    return {m[1]: CITED.findall(m[2]) for m in STEM_ROW.finditer(table)}
+
+
+def test_every_file_the_stem_table_names_exists() -> None:
+    found = stems()
+    assert {"network", "rdma", "ray", "verify", "health"} <= set(found)
+    for stem, files in found.items():
+        assert files, stem
+        for name in files:
+            assert (REPO / name).exists(), f"{stem}: {name}"
+
+
+def test_every_module_of_the_layers_is_a_stem_s_or_a_named_shared_one() -> None:
+    """A concern keeps one name in every layer: a module is a stem, a stem's topic
+    (`<stem>_<topic>`), or a shared module the doc names below the table. A concern that
+    turns up under another name (the RDMA path as `dranet` here, `rdma` there) fails."""
+    names = set(stems())
+    doc = _development_doc()
+    for layer in LAYERS:
+        for path in sorted((REPO / layer).iterdir()):
+            stem = path.stem
+            if stem.startswith("_") or path.suffix not in (".py", "") or stem == "__pycache__":
+                continue
+            if stem in names or stem.split("_")[0] in names:
+                continue
+            if stem.rsplit("_", 1)[0] in names or any(stem.startswith(f"{n}_") for n in names):
+                continue
+            cited = f"`{layer}/{path.name}`" in doc
+            assert cited, f"{layer}/{path.name}: not a stem's and not named in the doc"
+
+
+def test_every_test_folder_mirrors_a_wing() -> None:
+    """tests/<dir> is named after the wing it tests (tests/engine: the real engine's tests)."""
+    wings = set(ALLOWED) - {"__main__"}
+    folders = {p.name for p in (REPO / "tests").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders - {"engine"} <= wings, sorted(folders - {"engine"} - wings)

@@ -1,7 +1,7 @@
 """`python -m tools.submit_run --stack STACK --name NAME [--hours H]`: a run through the queue.
 
 Reads the stack's `grpoQueuedRunManifest` and `kubeconfig` with the Pulumi CLI, makes the
-submission (planning.submit_run: the name; with `--hours`, the run's expected length, its GPU
+submission (planning.queue_submit: the name; with `--hours`, the run's expected length, its GPU
 workers also take nodes whose host maintenance starts after the run is expected to end) and
 creates it with kubectl. `--print` writes the RayJob instead of creating it. Exit 0 when
 created, 2 on a usage problem (one line naming the argument), 1 when a CLI failed.
@@ -19,7 +19,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from planning.submit_run import CLEAR_UNTIL_ANNOTATION, SubmissionError, submission
+from planning.queue_submit import CLEAR_UNTIL_ANNOTATION, SubmissionError, submission
 
 
 def _run(args: list[str], stdin: str | None = None) -> str:

@@ -11,9 +11,9 @@ import pulumi_gcp as gcp
 
 from components.cluster import CLOUD_PLATFORM
 from planning.catalog import Capacity, GpuProfile
-from planning.dranet import ACCELERATOR_NETWORK_PROFILE, DRA_DRIVER_LABEL
 from planning.kube import ACCELERATOR_LABEL, GPU_TAINT_KEY
 from planning.network import GPU_MAX_PODS_PER_NODE
+from planning.rdma import ACCELERATOR_NETWORK_PROFILE, DRA_DRIVER_LABEL
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 GPU_POOL_IGNORED_DRIFT = ("nodeConfig.ephemeralStorageLocalSsdConfig", "initialNodeCount")

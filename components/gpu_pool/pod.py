@@ -12,9 +12,9 @@ from typing import Any
 
 import pulumi
 
-from planning.dranet import container_claims, pod_claims
 from planning.kube import DEFAULT_INTERFACE_ANNOTATION, INTERFACES_ANNOTATION
 from planning.ray import GIB_DIR, NVIDIA_DIR, gib_shell_setup, gpu_shell_setup
+from planning.rdma import container_claims, pod_claims
 
 GPU_CONTAINER_SECURITY: dict[str, Any] = {
     # What the NeMo RL image allows: it runs as root (uv, ldconfig) and writes to its own tree,

@@ -16,7 +16,6 @@ import pulumi_kubernetes as k8s
 
 from components.gpu_pool.pod import GPU_CONTAINER_SECURITY, RdmaWiring, gpu_pod_parts
 from components.verify.smoke import GrpoSmokeGate, JobNcclGate, SmokeGateArgs
-from planning.job_nccl import JobNcclPlan
 from planning.kube import avoid_maintenance_affinity
 from planning.queue import QueuedPlacement, queued_cluster_spec
 from planning.ray import (
@@ -45,6 +44,7 @@ from planning.ray_logs import (
     shipper_volumes,
 )
 from planning.verify import RAY_GATE_LABEL, SmokePlan
+from planning.verify_job_nccl import JobNcclPlan
 
 RAY_API = "ray.io/v1"
 QUEUED_APPLY = {"pulumi.com/patchForce": "true"}

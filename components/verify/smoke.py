@@ -26,7 +26,6 @@ from components.verify.gates import (
     scripts_config_map,
     verdict_holder,
 )
-from planning.job_nccl import JOB_NCCL_GATE, JobNcclPlan, job_nccl_env
 from planning.ray import DASHBOARD_TOKEN_KEY
 from planning.verify import (
     DASHBOARD_TOKEN_DIR,
@@ -39,6 +38,7 @@ from planning.verify import (
     SmokePlan,
     smoke_env,
 )
+from planning.verify_job_nccl import JOB_NCCL_GATE, JobNcclPlan, job_nccl_env
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -198,6 +198,6 @@ class GrpoSmokeGate(pulumi.ComponentResource):
 
 
 class JobNcclGate(GrpoSmokeGate):
-    """The job NCCL gate's submitter script and Job (planning.job_nccl)."""
+    """The job NCCL gate's submitter script and Job (planning.verify_job_nccl)."""
 
     TYPE = "nemo:verify:JobNcclGate"

@@ -10,7 +10,7 @@ Written from what NeMo RL v0.7.0 is documented to do with Ray (SOURCE.md: `examp
 - resume: a run whose newest checkpoint already reached `grpo.max_num_steps` exits at once;
 - run `grpo.max_num_steps` steps (NeMo RL's epoch cap and its batch-sharding assertions are
   not imitated: no test here can hold them to NeMo RL, which cannot run without CUDA; the
-  stack's own rules for them, planning/grpo_sizes.py, cite NeMo RL's source);
+  stack's own rules for them, planning/ray_sizes.py, cite NeMo RL's source);
 - `ray.init(address="auto", runtime_env={"env_vars": dict(os.environ)})`, catching only
   ConnectionError, as `init_ray` does;
 - compare the cluster's GPUs with `cluster.num_nodes x cluster.gpus_per_node`, retrying 6 times

@@ -69,9 +69,9 @@ from tests.engine.realcli import (
     make_workspace,
     run_in_own_group,
 )
-from tests.health.test_health_config import ACCEPTED as ACCEPTED_SCHEDULES
-from tests.health.test_health_config import NEVER as NEVER_FIRES
-from tests.health.test_health_config import REFUSED as REFUSED_SCHEDULES
+from tests.stack_config.test_health import ACCEPTED as ACCEPTED_SCHEDULES
+from tests.stack_config.test_health import NEVER as NEVER_FIRES
+from tests.stack_config.test_health import REFUSED as REFUSED_SCHEDULES
 
 ROOT = local_cluster.ROOT
 

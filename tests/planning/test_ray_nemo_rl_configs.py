@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from planning.grpo_sizes import RECIPES, RecipeShape, divides_batch
 from planning.ray import grpo_overrides
+from planning.ray_sizes import RECIPES, RecipeShape, divides_batch
 from testbed.nemo_rl_standin.config_rules import apply_overrides, load_config
 from tests.harness import REPO, by_name, run_stack, variant
 from tests.planning.test_ray import run as b200_run
@@ -151,7 +151,7 @@ def test_the_inherited_config_says_what_setup_would_refuse() -> None:
 
 @pytest.mark.parametrize("config", sorted(RECIPES))
 def test_the_recipe_sizes_are_the_image_configs_own(config: str) -> None:
-    """planning.grpo_sizes.RECIPES, held to the real files (defaults resolved)."""
+    """planning.ray_sizes.RECIPES, held to the real files (defaults resolved)."""
     cfg = load_config(CONFIGS / Path(config).name)
     dtensor = cfg.policy.dtensor_cfg
     assert RECIPES[config] == RecipeShape(

@@ -16,9 +16,9 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from planning.job_nccl import JOB_NCCL_SCRIPT_PATH, job_nccl_script, plan_job_nccl
 from planning.ray import GIB_RESOURCE
 from planning.verify import RAY_GATE_LABEL
+from planning.verify_job_nccl import JOB_NCCL_SCRIPT_PATH, job_nccl_script, plan_job_nccl
 from preflight.cli import Result
 from program.verify import verify_inputs
 from tests.harness import by_name, run_stack, stack_data, variant

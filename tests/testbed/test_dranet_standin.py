@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import kubernetes_validate
 
-from planning.dranet import DRA_DRIVER, RDMA_DEVICE_CLASS
+from planning.rdma import DRA_DRIVER, RDMA_DEVICE_CLASS
 from testbed.dranet_standin import STANDIN_ANNOTATION, dranet_objects
 from testbed.local_cluster import RDMA_NICS, stack_nodes
 from tests.program.test_ray_schemas import KUBERNETES_VERSION

@@ -1,4 +1,4 @@
-"""Another run through the queue (planning.submit_run, tools/submit_run.py): the stack's
+"""Another run through the queue (planning.queue_submit, tools/submit_run.py): the stack's
 queued-run manifest under a new name, its workers' maintenance window from the run's length.
 The real API server, Kueue and scheduler honouring it are in tests/engine."""
 
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from planning.kube import SCHEDULED_MAINTENANCE_LABEL
+from planning.queue_submit import CLEAR_UNTIL_ANNOTATION, SubmissionError, submission
 from planning.ray import SAVE_BY_MARGIN_SECONDS, SAVE_BY_VARIABLE
-from planning.submit_run import CLEAR_UNTIL_ANNOTATION, SubmissionError, submission
 from preflight.cli import Result
 from testbed.nemo_rl_standin.config_rules import apply_overrides, load_config
 from tests.harness import REPO, run_stack, stack_data, variant

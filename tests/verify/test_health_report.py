@@ -1,6 +1,6 @@
 """The reporter's reading of a check: the gate scripts' real results (run here with the test
 bed's stand-in tools), turned into node labels and a taint. Its calls to a real API server,
-RBAC and the admission policy are in tests/engine/test_health_checks.py."""
+RBAC and the admission policy are in tests/engine/test_local_cluster.py."""
 
 from __future__ import annotations
 

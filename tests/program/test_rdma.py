@@ -14,7 +14,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from planning.dranet import CLAIM_TEMPLATE, DRA_DRIVER_LABEL, KUEUE_RDMA_RESOURCE
+from planning.rdma import CLAIM_TEMPLATE, DRA_DRIVER_LABEL, KUEUE_RDMA_RESOURCE
 from preflight.cli import Result
 from tests.harness import by_name, run_stack, stack_data, variant
 from tests.program.test_ray_schemas import KUBERNETES_VERSION, crd_validator, plain

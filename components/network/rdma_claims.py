@@ -14,7 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.network.gib import gib_installer
-from planning.dranet import CLAIM_TEMPLATE, RESOURCE_API, claim_template_spec
+from planning.rdma import CLAIM_TEMPLATE, RESOURCE_API, claim_template_spec
 
 
 @dataclass(frozen=True, kw_only=True)

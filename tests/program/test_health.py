@@ -1,7 +1,7 @@
 """The scheduled health checks as the program emits them (mock runtime).
 
 What the API server, Kueue and the CronJob controller do with them is in
-tests/engine/test_health_checks.py.
+tests/engine/test_local_cluster.py.
 """
 
 from __future__ import annotations

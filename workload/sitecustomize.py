@@ -35,7 +35,7 @@ def rank() -> int:
     try:
         if dist is not None and dist.is_available() and dist.is_initialized():
             return int(dist.get_rank())
-    except Exception:  # noqa: BLE001, S110 - a group being torn down: use the environment
+    except Exception:  # noqa: S110 - a group being torn down: fall back to the environment
         pass
     try:
         return int(os.environ.get("RANK", "0") or 0)

@@ -208,7 +208,7 @@ def driver_log(base: str, submission: str, node: str) -> str:
     return logs
 
 
-def main() -> int:  # noqa: C901, PLR0915 - one gate's story: submit, follow, judge
+def main() -> int:
     """Submit, follow, judge."""
     gate = Gate()
     base = os.environ["RAY_DASHBOARD"]

@@ -1108,7 +1108,9 @@ def test_the_grpo_smoke_gates_the_rayjob(b200: str) -> None:
     must(pulumi(b200, "config", "set", "--secret", "nemo-rl-gke:hfToken", "hf_fake", env=env))
     try:
         wait_until("the Ray pods to be Ready", lambda: all(ready(p) for p in ray_pods()), 300)
-        with program_changed("planning/ray.py", "f\"unset {' '.join(DRIVER_CLEAN_ENV)}\",", ""):
+        with program_changed(
+            "planning/ray/driver.py", "f\"unset {' '.join(DRIVER_CLEAN_ENV)}\",", ""
+        ):
             failed = pulumi(b200, "up", "--yes", env=env)
         output = failed.stdout + failed.stderr
         assert failed.returncode != 0, output[-4000:]

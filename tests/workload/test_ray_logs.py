@@ -3,10 +3,13 @@ Ray 2.55 lays it out), then on a real Ray session, then as a process told to sto
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -16,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from testbed.host_ports import free_port
+from testbed.ray_pods import processes_naming
 from tests.harness import REPO
 from workload.ray_logs import LABELS_KEY, READ_CHUNK, Shipper, redact
 
@@ -320,6 +325,27 @@ CARELESS_DRIVER = textwrap.dedent(
 )
 
 
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _stop_group(head: subprocess.Popen[bytes], ray_dir: Path) -> None:
+    """End the head's process group by pid (SIGTERM, then SIGKILL), then any Ray process of
+    this session Ray put in a session of its own (its command line names the session's
+    folder)."""
+    for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(head.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            head.wait(timeout=wait)
+            break
+    for pid in processes_naming(f"{ray_dir}/"):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_no_secret_of_a_real_ray_session_is_shipped_or_copied(tmp_path: Path) -> None:
     """Real Ray 2.55.1 in token mode (as KubeRay 1.7 starts it) and a driver that forwards
     the dashboard's token, an HF token and a W&B key into a runtime env: Ray's own files hold
@@ -339,24 +365,37 @@ def test_no_secret_of_a_real_ray_session_is_shipped_or_copied(tmp_path: Path) ->
         "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
         "RAY_USAGE_STATS_ENABLED": "0",
     }
-    ray = [str(Path(sys.executable).parent / "ray")]
+    port = free_port()
+    env["RAY_ADDRESS"] = f"127.0.0.1:{port}"
+    # Started blocking in a session of its own and stopped by that group (never `ray stop`,
+    # which ends every Ray process on the machine, other tests' and the test bed's included).
+    head = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "ray"),
+            "start",
+            "--head",
+            "--block",
+            f"--port={port}",
+            "--node-ip-address=127.0.0.1",
+            # Workers on ports the kernel picks: Ray's default block overlaps the test bed's.
+            "--min-worker-port=0",
+            "--max-worker-port=0",
+            "--num-cpus=1",
+            "--include-dashboard=false",
+            f"--temp-dir={ray_dir}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=tmp_path,
+        start_new_session=True,
+    )
     try:
-        subprocess.run(
-            [
-                *ray,
-                "start",
-                "--head",
-                "--port=0",
-                "--num-cpus=1",
-                "--include-dashboard=false",
-                f"--temp-dir={ray_dir}",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=120,
-            env=env,
-            cwd=tmp_path,
-        )
+        deadline = time.monotonic() + 120
+        while not _listening(port):
+            assert head.poll() is None, "ray start --head ended"
+            assert time.monotonic() < deadline, "Ray's GCS never listened"
+            time.sleep(0.5)
         driver = subprocess.run(
             [sys.executable, "-c", CARELESS_DRIVER],
             capture_output=True,
@@ -374,8 +413,8 @@ def test_no_secret_of_a_real_ray_session_is_shipped_or_copied(tmp_path: Path) ->
         while ship.round(final=True):
             pass
     finally:
-        subprocess.run([*ray, "stop", "--force"], check=False, capture_output=True, env=env)
-        subprocess.run(["rm", "-rf", str(ray_dir)], check=False)
+        _stop_group(head, ray_dir)
+        shutil.rmtree(ray_dir, ignore_errors=True)
     shipped = out.getvalue()
     copied = [p.read_text(errors="replace") for p in (tmp_path / "copy").rglob("*") if p.is_file()]
     assert "Creating runtime env" in shipped

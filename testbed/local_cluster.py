@@ -50,7 +50,10 @@ if TYPE_CHECKING:
     from stack_config import StackConfig
 
 REPO = Path(__file__).resolve().parent.parent
-ROOT = REPO / ".tools" / "local-cluster"
+CLUSTER_ENV = "NEMO_RL_GKE_LOCAL_CLUSTER"
+"""The cluster's folder, when not the checkout's `.tools/local-cluster`: a test module that
+runs its own cluster beside another names one (and a pod network, ray_pods.POD_NETWORK_ENV)."""
+ROOT = Path(os.environ.get(CLUSTER_ENV) or REPO / ".tools" / "local-cluster")
 KUBECONFIG = ROOT / "kubeconfig"
 ENV_FILE = ROOT / "env"
 STATE_FILE = ROOT / "cluster.json"
@@ -157,11 +160,12 @@ def kubectl(cluster: Cluster, *args: str, input: str | None = None, check: bool 
     return proc.stdout
 
 
-def load() -> Cluster | None:
-    """The recorded cluster, when its API server process still runs."""
-    if not STATE_FILE.exists() or not Processes(ROOT).alive("kube-apiserver"):
+def load(root: Path = ROOT) -> Cluster | None:
+    """The cluster recorded in `root`, when its API server process still runs."""
+    state = root / STATE_FILE.name
+    if not state.exists() or not Processes(root).alive("kube-apiserver"):
         return None
-    data = json.loads(STATE_FILE.read_text(encoding="utf-8"))
+    data = json.loads(state.read_text(encoding="utf-8"))
     return Cluster(api_port=data["api_port"], etcd_port=data["etcd_port"], bins=data["bins"])
 
 
@@ -290,15 +294,16 @@ def _write_env(cluster: Cluster, pki: Pki) -> None:
     )
 
 
-def local_environ(base: dict[str, str] | None = None) -> dict[str, str]:
-    """What ENV_FILE sets, applied to `base` (default: os.environ)."""
+def local_environ(base: dict[str, str] | None = None, root: Path = ROOT) -> dict[str, str]:
+    """What the env file of the cluster in `root` sets, applied to `base` (default:
+    os.environ)."""
     env = dict(os.environ if base is None else base)
-    cluster = load()
+    cluster = load(root)
     if cluster is None:
         raise SystemExit("the local cluster is not running: make local-cluster")
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env["PATH"] = f"{root / BIN.name}{os.pathsep}{env.get('PATH', '')}"
     env["NEMO_RL_GKE_STANDIN_ENDPOINT"] = cluster.endpoint
-    pki = Pki(ROOT / "pki")
+    pki = Pki(root / "pki")
     env["NEMO_RL_GKE_STANDIN_CA_FILE"] = str(pki.ca)
     env["SSL_CERT_FILE"] = str(write_trust_bundle(pki))
     return env

@@ -4,8 +4,8 @@ kwok makes pods Running without running anything; Ray pods (label `ray.io/node-t
 workers of every RayCluster, including the clusters RayJobs bring) are left out of kwok's stages
 (testbed.local_cluster) and run here instead, as real Ray 2.55.1 nodes on this host:
 
-- each pod gets a loopback address (127.101.0.0/16, apart from kwok's 127.100.0.0/16) and host
-  ports of its own (testbed.ray_node), recorded in its status as podIP;
+- each pod gets a loopback address (127.101.0.0/16 by default, apart from kwok's
+  127.100.0.0/16) and host ports of its own (testbed.ray_node), recorded in its status as podIP;
 - its init containers, then its Ray container, run the pod's own command, args and env as
   KubeRay generated them (values, downward-API fields, Secret keys resolved as the kubelet does),
   with container paths mapped to the test bed's folders (testbed.node_fs), the cluster DNS names
@@ -61,7 +61,9 @@ from testbed.node_fs import (
 from testbed.ray_node import NodeAddress, allocate, localize_ray_start, start_process
 
 NODE_TYPE_LABEL = "ray.io/node-type"
-POD_NETWORK = "127.101"
+POD_NETWORK = os.environ.get(POD_NETWORK_ENV := "NEMO_RL_GKE_POD_NETWORK", "127.101")
+"""The first two octets of the pods' loopback addresses; a second local cluster running beside
+the first (a test module of its own) takes another (testbed.local_cluster.CLUSTER_ENV)."""
 STOP_SECONDS = 8.0
 SECRET_SYNC_SECONDS = 5.0
 TERMINATION_MESSAGE_BYTES = 2048

@@ -30,6 +30,7 @@ import yaml
 
 from testbed import local_cluster
 from testbed.engine import BIN, engine_environ
+from testbed.ray_pods import POD_NETWORK_ENV
 from tests.engine.realcli import copy_project, run_in_own_group
 from tests.harness import REPO
 
@@ -52,8 +53,9 @@ def literal_env(env: dict[str, Any]) -> dict[str, str]:
 class Repo:
     """The committed files (what main holds), the state backend, the artifacts."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, cluster: Path) -> None:
         self.root = root
+        self.cluster = cluster
         self.committed = copy_project(root / "main", tools=True)
         self.backend = root / "state"
         self.backend.mkdir()
@@ -80,7 +82,7 @@ class Repo:
 
     def env(self, job: str) -> dict[str, str]:
         """The engine, the local cluster and the job's own environment from the workflow."""
-        env = local_cluster.local_environ(engine_environ())
+        env = local_cluster.local_environ(engine_environ(), root=self.cluster)
         env.pop("PULUMI_ACCESS_TOKEN", None)
         env.update(literal_env(workflow_jobs()[job].get("env", {})))
         env["PULUMI_CONFIG_PASSPHRASE"] = PASSPHRASE
@@ -202,17 +204,22 @@ def system_pool(resources: list[dict[str, Any]]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def repo(engine: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Repo]:
-    """The local control plane shaped like b200, for the module; stopped after, by pid."""
+    """A local control plane shaped like b200 of the module's own (its folder and pod network
+    apart from the checkout's, so that other modules' clusters may run beside it); stopped
+    after, by pid."""
     root = tmp_path_factory.mktemp("workflow")
     made = copy_project(root / "cluster-make", tools=True)
+    cluster = root / "cluster"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PULUMI_")}
+    env[local_cluster.CLUSTER_ENV] = str(cluster)
+    env[POD_NETWORK_ENV] = "127.102"
     started = subprocess.run(
         ["make", "local-cluster", f"STACK={STACK}"], cwd=made, env=env, capture_output=True,
         text=True, check=False, timeout=1500,
     )  # fmt: skip
     try:
         assert started.returncode == 0, started.stdout[-4000:] + started.stderr[-2000:]
-        yield Repo(root)
+        yield Repo(root, cluster)
     finally:
         subprocess.run(
             ["make", "local-cluster-down"], cwd=made, env=env, capture_output=True, check=False,

@@ -73,6 +73,9 @@ from planning.ray.driver import (
 )
 from planning.ray.image import (
     DATASET,
+    GATED_MODEL_ORGS,
+    IMAGE_CUDA,
+    IMAGE_RAY,
     grpo_script,
     gsm8k_overrides,
     image_tag,
@@ -80,13 +83,10 @@ from planning.ray.image import (
 )
 from planning.ray.pods import (
     DATA_DIR,
-    GATED_MODEL_ORGS,
     GB_PER_GIB,
     GIB,
     GIB_DIR,
     HF_HOME,
-    IMAGE_CUDA,
-    IMAGE_RAY,
     NEMO_RL_DIR,
     NVIDIA_DIR,
     RAY_OBJECT_STORE_FRACTION,

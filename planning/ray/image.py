@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import re
 
-from planning.ray.pods import GATED_MODEL_ORGS
+GATED_MODEL_ORGS = frozenset({"meta-llama", "google", "mistralai", "nvidia"})
+"""Hugging Face orgs whose models need an accepted licence and a token to download."""
+
+# CUDA runtime of each NeMo RL image, and the driver branch that CUDA needs
+# (NVIDIA-NeMo/RL:docker/Dockerfile per tag; CUDA 13 needs R580+, CUDA 12.9 R575+).
+IMAGE_CUDA: dict[str, tuple[int, int]] = {"v0.5.0": (12, 9), "v0.6.0": (12, 9), "v0.7.0": (13, 2)}
+IMAGE_RAY: dict[str, str] = {"v0.5.0": "2.49.2", "v0.6.0": "2.54.0", "v0.7.0": "2.55.1"}
+"""Ray pinned in each tag's uv.lock: the RayCluster's rayVersion must equal it."""
 
 
 def image_tag(image: str) -> str:

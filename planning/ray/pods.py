@@ -24,15 +24,6 @@ SHM_HEADROOM_GIB_PER_GPU = 8
 """/dev/shm beyond the object store, per GPU: NCCL's intra-node buffers and vLLM's shared memory
 live there too, and a full /dev/shm fails them instead of spilling."""
 
-GATED_MODEL_ORGS = frozenset({"meta-llama", "google", "mistralai", "nvidia"})
-"""Hugging Face orgs whose models need an accepted licence and a token to download."""
-
-# CUDA runtime of each NeMo RL image, and the driver branch that CUDA needs
-# (NVIDIA-NeMo/RL:docker/Dockerfile per tag; CUDA 13 needs R580+, CUDA 12.9 R575+).
-IMAGE_CUDA: dict[str, tuple[int, int]] = {"v0.5.0": (12, 9), "v0.6.0": (12, 9), "v0.7.0": (13, 2)}
-IMAGE_RAY: dict[str, str] = {"v0.5.0": "2.49.2", "v0.6.0": "2.54.0", "v0.7.0": "2.55.1"}
-"""Ray pinned in each tag's uv.lock: the RayCluster's rayVersion must equal it."""
-
 
 @dataclass(frozen=True)
 class PodSize:

@@ -590,8 +590,10 @@ def test_a_day2_change_plans_exactly_what_the_table_says(
     protect off (a protected stack refuses them: the next test)."""
     workspace = workspace_on_b200(tmp_path)
     if case.lift_cuda_check:
-        ray = workspace.root / "planning" / "ray.py"
-        ray.write_text(ray.read_text().replace('"v0.7.0": (13, 2)', '"v0.7.0": (12, 9)'))
+        image = workspace.root / "planning" / "ray" / "image.py"
+        text = image.read_text()
+        assert text.count('"v0.7.0": (13, 2)') == 1, "IMAGE_CUDA moved: update this test"
+        image.write_text(text.replace('"v0.7.0": (13, 2)', '"v0.7.0": (12, 9)'))
         monkeypatch.setitem(IMAGE_CUDA, "v0.7.0", (12, 9))
     edits = case.cli_edits()
     if case in REPLACING:

@@ -71,12 +71,10 @@ engine-down: .venv/.synced
 	$(RUN) python -m testbed.engine_stack down $(STACK)
 
 # Tests against the real engine (tests/engine); a missing engine fails instead of skipping.
-# Two workers, one test file each at a time: the files that run a local cluster run their own
-# (test_workflow_plan's in a folder and pod network of its own) and mostly wait on controllers
-# and Ray, so the long local-cluster file runs beside all the others.
+# One after another: two workers (pytest-xdist, one file each) took longer on two cores
+# (38.9 min against 35), the local-cluster file alone outlasting all the others together.
 engine-test: engine local-cluster-build
-	NEMO_RL_GKE_REQUIRE_ENGINE=1 $(RUN) pytest -m engine tests/engine -n 2 --dist loadfile \
-		--durations=30
+	NEMO_RL_GKE_REQUIRE_ENGINE=1 $(RUN) pytest -m engine tests/engine --durations=30
 
 # checkov's Kubernetes checks over every stack's rendered objects, with the reviewed skips of
 # tools/checkov/skips.yaml; checkov lives in a virtualenv of its own (its pins clash with ours).

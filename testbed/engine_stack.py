@@ -88,10 +88,11 @@ def up(stack: str) -> int:
     if (REPO / "policies" / "config" / f"{stack}.json").exists():
         policy += ["--policy-pack-config", f"policies/config/{stack}.json"]
     code = pulumi(env, "up", "--yes", "-s", stack, *policy, check=False)
+    kubeconfig = local_cluster.KUBECONFIG
+    shown = kubeconfig.relative_to(REPO) if kubeconfig.is_relative_to(REPO) else kubeconfig
     print(
         f"engine-up {stack}: {'done' if code == 0 else f'pulumi up failed (exit {code})'};"
-        f" state in {STATE.relative_to(REPO)}, kubeconfig"
-        f" {local_cluster.KUBECONFIG.relative_to(REPO)}",
+        f" state in {STATE.relative_to(REPO)}, kubeconfig {shown}",
         flush=True,
     )
     return code

@@ -335,7 +335,8 @@ def up(stack: str) -> Cluster:
             flush=True,
         )
     kubectl(cluster, "wait", "--for=condition=Ready", "node", "--all", "--timeout=120s")
-    print(f"local cluster: ready; kubeconfig {KUBECONFIG.relative_to(REPO)}", flush=True)
+    shown = KUBECONFIG.relative_to(REPO) if KUBECONFIG.is_relative_to(REPO) else KUBECONFIG
+    print(f"local cluster: ready; kubeconfig {shown}", flush=True)
     return cluster
 
 

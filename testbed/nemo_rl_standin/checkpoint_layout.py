@@ -11,11 +11,14 @@ step saved twice (a resumed run repeating a save).
 
     python -m testbed.nemo_rl_standin.checkpoint_layout /path/to/NeMo-RL-v0.7.0 > recording.json
 
-Retention (`keep_top_k`) is off in the scenario: the stand-in does not imitate it.
+`RETENTION` plays NeMo RL's retention (`keep_top_k` with the config's `metric_name`, run after
+every finished save) on saves whose training info holds the metric, and on saves without it (the
+stand-in's runs have no validation): the stand-in keeps and removes the same folders.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -40,14 +43,27 @@ SCENARIO: list[tuple[str, int]] = [
 the save begun last, `save` does both, `latest` asks for the newest complete checkpoint."""
 
 
+RETENTION_CONFIG: dict[str, Any] = {
+    "metric_name": "val:accuracy",
+    "higher_is_better": True,
+    "keep_top_k": 2,
+}
+"""The retention scenarios' checkpointing keys (grpo_math_1B.yaml's, with k = 2)."""
+RETENTION: dict[str, list[tuple[int, float | None]]] = {
+    "by-metric": [(10, 0.5), (20, 0.7), (30, 0.6), (40, 0.1), (50, 0.65)],
+    "no-metric": [(10, None), (20, None), (30, None), (40, None)],
+}
+"""(step, the metric's value in its training info, or None when it has none) per scenario."""
+
+
 class Layout(Protocol):
     """One implementation of the layout: NeMo RL's or the stand-in's."""
 
     def begin(self, folder: Path, step: int, info: dict[str, Any]) -> Path:
         """Start a save of `step`: the folder it is written into."""
 
-    def finish(self, tmp: Path) -> None:
-        """Complete the save written into `tmp`."""
+    def finish(self, tmp: Path, retention: dict[str, Any] | None = None) -> None:
+        """Complete the save written into `tmp`, then apply `retention` (checkpointing keys)."""
 
     def latest(self, folder: Path) -> str | None:
         """The newest complete checkpoint's path, or None."""
@@ -85,30 +101,43 @@ def play(layout: Layout, folder: Path) -> list[dict[str, Any]]:
     return out
 
 
+def play_retention(
+    layout: Layout, folder: Path, saves: list[tuple[int, float | None]]
+) -> list[list[str]]:
+    """Saves in turn under RETENTION_CONFIG: the folder's complete checkpoints after each."""
+    kept = []
+    for step, value in saves:
+        info: dict[str, Any] = {"step": step}
+        if value is not None:
+            info[str(RETENTION_CONFIG["metric_name"])] = value
+        layout.finish(layout.begin(folder, step, info), RETENTION_CONFIG)
+        kept.append(sorted(p.name for p in folder.iterdir()))
+    return kept
+
+
 class _RealLayout:
     """NeMo RL's `CheckpointManager`, retention off."""
 
     def __init__(self, manager_class: Callable[[dict[str, Any]], Any]) -> None:
         self.manager_class = manager_class
 
-    def _manager(self, folder: Path) -> Any:
-        return self.manager_class(
-            {
-                "enabled": True,
-                "checkpoint_dir": str(folder),
-                "metric_name": None,
-                "higher_is_better": True,
-                "keep_top_k": None,
-                "save_period": 10,
-                "save_optimizer": True,
-            }
-        )
+    def _manager(self, folder: Path, retention: dict[str, Any] | None = None) -> Any:
+        config = {
+            "enabled": True,
+            "checkpoint_dir": str(folder),
+            "metric_name": None,
+            "higher_is_better": True,
+            "keep_top_k": None,
+            "save_period": 10,
+            "save_optimizer": True,
+        }
+        return self.manager_class({**config, **(retention or {})})
 
     def begin(self, folder: Path, step: int, info: dict[str, Any]) -> Path:
         return Path(self._manager(folder).init_tmp_checkpoint(step, info))
 
-    def finish(self, tmp: Path) -> None:
-        self._manager(tmp.parent).finalize_checkpoint(tmp)
+    def finish(self, tmp: Path, retention: dict[str, Any] | None = None) -> None:
+        self._manager(tmp.parent, retention).finalize_checkpoint(tmp)
 
     def latest(self, folder: Path) -> str | None:
         found: str | None = self._manager(folder).get_latest_checkpoint_path()
@@ -141,11 +170,18 @@ def record(checkout: Path) -> dict[str, Any]:
     real = _RealLayout(_load_real(source))
     with tempfile.TemporaryDirectory() as folder:
         steps = play(real, Path(folder))
+    retention = {}
+    for name, saves in RETENTION.items():
+        # NeMo RL prints each removal; the recording is what stdout carries.
+        with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(sys.stderr):
+            retention[name] = play_retention(real, Path(folder), saves)
     return {
         "source": "NVIDIA-NeMo/RL nemo_rl/utils/checkpoint.py",
         "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
         "scenario": [list(s) for s in SCENARIO],
         "steps": steps,
+        "retention_config": RETENTION_CONFIG,
+        "retention": retention,
     }
 
 

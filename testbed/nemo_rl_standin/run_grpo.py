@@ -26,10 +26,10 @@ Written from what NeMo RL v0.7.0 is documented to do with Ray (SOURCE.md: `examp
   real `datasets` (4.8.5, the image's), which offline finds only what the driver prepared;
 - the driver writes its log and the actors' reports under `logger.log_dir`, checkpoints under
   `checkpointing.checkpoint_dir` (when enabled) every `save_period` steps and at the end, as
-  NeMo RL lays them out (`tmp_step_N` renamed `step_N` when complete, compared with the real
-  `CheckpointManager`'s recorded layout; NeMo RL's retention, the
-  `keep_top_k` best by `val:accuracy` plus the latest, is not imitated: there is no validation
-  here, and every save stays), resumes from the newest complete `step_N`, and exits non-zero
+  NeMo RL lays them out and keeps them (`tmp_step_N` renamed `step_N` when complete; the
+  `keep_top_k` best by the config's metric plus the newest, which without validation here means
+  the newest k; both compared with the real `CheckpointManager`'s recorded behaviour), resumes
+  from the newest complete `step_N`, and exits non-zero
   when an actor got no GPU or no gIB environment (or did not start at all).
 """
 
@@ -42,6 +42,7 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -110,9 +111,10 @@ def begin_save(folder: Path, step: int, info: dict[str, Any]) -> Path:
     return tmp
 
 
-def finish_save(tmp: Path) -> Path:
+def finish_save(tmp: Path, retention: Mapping[str, Any] | None = None) -> Path:
     """A complete save renamed `step_N`; a `step_N` already there (a step saved again after a
-    resume) is moved to `old_step_N` first and removed once the new one is in place."""
+    resume) is moved to `old_step_N` first and removed once the new one is in place. Then the
+    checkpointing keys' retention (`keep_top_k`, `metric_name`, `higher_is_better`)."""
     step = tmp.name.removeprefix("tmp_step_")
     final, old = tmp.parent / f"step_{step}", tmp.parent / f"old_step_{step}"
     if final.exists():
@@ -121,7 +123,39 @@ def finish_save(tmp: Path) -> Path:
         shutil.rmtree(old)
     else:
         tmp.rename(final)
+    keep = (retention or {}).get("keep_top_k")
+    if keep is not None:
+        _retain(tmp.parent, int(keep), retention or {})
     return final
+
+
+def _retain(folder: Path, keep: int, retention: Mapping[str, Any]) -> None:
+    """Keep the `keep` best complete checkpoints and the newest: best by the metric in their
+    training info (a checkpoint without it ranks last), the newer first among equals; without
+    a metric name, the newest."""
+    metric, higher = retention.get("metric_name"), bool(retention.get("higher_is_better", True))
+    saved = []
+    for path in folder.glob("step_*"):
+        info_file = path / "training_info.json"
+        if STEP_NAME.fullmatch(path.name) and info_file.exists():
+            saved.append((int(path.name[5:]), path, json.loads(info_file.read_text())))
+    if not saved:
+        return
+    newest = max(step for step, _, _ in saved)
+
+    def rank(entry: tuple[int, Path, dict[str, Any]]) -> tuple[float, int]:
+        step, _, info = entry
+        if metric is None:
+            return (0.0, step)
+        value = info.get(metric)
+        if value is None:
+            return (float("-inf"), step)
+        return (float(value) if higher else -float(value), step)
+
+    ordered = sorted(saved, key=rank, reverse=True)
+    for step, path, _ in ordered[keep:]:
+        if step != newest:
+            shutil.rmtree(path)
 
 
 def node_record(ip: str) -> dict[str, Any]:
@@ -297,10 +331,13 @@ def main() -> int:  # noqa: C901, PLR0915 - the stand-in's run, in NeMo RL's ord
             say(f"FAILED: {problem}")
         raise RuntimeError(f"{len(problems)} of {len(actors)} workers cannot train: {problems[0]}")
     period = int(cfg.checkpointing.get("save_period") or 0) if checkpoints is not None else 0
+    retention = {
+        key: cfg.checkpointing.get(key) for key in ("keep_top_k", "metric_name", "higher_is_better")
+    }
     for step in range(start + 1, steps + 1):
         say(f"step {step}/{steps} (stand-in: no training)")
         if checkpoints is not None and ((period and step % period == 0) or step == steps):
-            save_checkpoint(checkpoints, step, model, actors)
+            save_checkpoint(checkpoints, step, model, actors, retention)
     say(f"done: {len(reports)} workers on {len({r['node_ip'] for r in reports})} nodes")
     return 0
 
@@ -310,11 +347,13 @@ EXIT_DURING_SAVE = "NEMO_RL_STANDIN_EXIT_DURING_SAVE"
 folder is renamed), as a killed pod would."""
 
 
-def save_checkpoint(folder: Path, step: int, model: str, actors: list[Any]) -> None:
-    """A save as NeMo RL v0.7.0 lays it out (`begin_save`, `finish_save`; compared with the
-    real `CheckpointManager`'s recorded layout in tests/testbed): every worker saves the
-    policy's tokenizer into `tmp_step_N`, as v0.7.0 does on every rank (the `writers` file of
-    the transformers stand-in shows who wrote). No save is removed (see the module's note)."""
+def save_checkpoint(
+    folder: Path, step: int, model: str, actors: list[Any], retention: Mapping[str, Any]
+) -> None:
+    """A save as NeMo RL v0.7.0 lays it out and keeps it (`begin_save`, `finish_save`; compared
+    with the real `CheckpointManager`'s recorded layout and retention in tests/testbed): every
+    worker saves the policy's tokenizer into `tmp_step_N`, as v0.7.0 does on every rank (the
+    `writers` file of the transformers stand-in shows who wrote)."""
     import ray
 
     tmp = begin_save(folder, step, {"step": step, "model": model, "standin": STANDIN})
@@ -323,7 +362,7 @@ def save_checkpoint(folder: Path, step: int, model: str, actors: list[Any]) -> N
     if os.environ.get(EXIT_DURING_SAVE) == str(step):
         say(f"dying during the save of step {step} ({EXIT_DURING_SAVE})")
         os._exit(137)
-    finish_save(tmp)
+    finish_save(tmp, retention)
     say(f"saved the checkpoint of step {step}")
 
 

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from testbed.nemo_rl_standin import checkpoint_layout
 from testbed.nemo_rl_standin.run_grpo import begin_save, finish_save, latest_checkpoint_step
 
@@ -20,8 +22,8 @@ class _StandinLayout:
     def begin(self, folder: Path, step: int, info: dict[str, Any]) -> Path:
         return begin_save(folder, step, info)
 
-    def finish(self, tmp: Path) -> None:
-        finish_save(tmp)
+    def finish(self, tmp: Path, retention: dict[str, Any] | None = None) -> None:
+        finish_save(tmp, retention)
 
     def latest(self, folder: Path) -> str | None:
         step = latest_checkpoint_step(folder)
@@ -34,6 +36,18 @@ def test_the_standin_lays_checkpoints_out_as_nemo_rl_does(tmp_path: Path) -> Non
     played = checkpoint_layout.play(_StandinLayout(), tmp_path)
     for ours, real in zip(played, recorded["steps"], strict=True):
         assert ours == real, f"after {real['operation']} {real['step']}"
+
+
+@pytest.mark.parametrize("scenario", sorted(checkpoint_layout.RETENTION))
+def test_the_standin_keeps_the_checkpoints_nemo_rl_keeps(tmp_path: Path, scenario: str) -> None:
+    """NeMo RL's keep_top_k after every save: the best by the metric plus the newest, and,
+    where no save holds the metric (the stand-in's runs: no validation), the newest k."""
+    recorded = json.loads(RECORDING.read_text())
+    assert recorded["retention_config"] == checkpoint_layout.RETENTION_CONFIG
+    saves = checkpoint_layout.RETENTION[scenario]
+    kept = checkpoint_layout.play_retention(_StandinLayout(), tmp_path, saves)
+    assert kept == recorded["retention"][scenario]
+    assert len(kept[-1]) < len(saves)  # the scenario does remove checkpoints
 
 
 def test_a_recording_comes_from_the_real_class(tmp_path: Path) -> None:

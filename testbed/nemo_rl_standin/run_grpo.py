@@ -13,8 +13,9 @@ Written from what NeMo RL v0.7.0 is documented to do with Ray (SOURCE.md: `examp
   stack's own rules for them, planning/ray_sizes.py, cite NeMo RL's source);
 - `ray.init(address="auto", runtime_env={"env_vars": dict(os.environ)})`, catching only
   ConnectionError, as `init_ray` does;
-- compare the cluster's GPUs with `cluster.num_nodes x cluster.gpus_per_node`, retrying 6 times
-  with 2^i-second sleeps (NRL_VIRTUAL_CLUSTER_MAX_RETRIES), then ResourceInsufficientError;
+- compare the cluster's GPUs with `cluster.num_nodes x cluster.gpus_per_node` in 6 checks with
+  2^i-second sleeps (NRL_VIRTUAL_CLUSTER_MAX_RETRIES), then ResourceInsufficientError, as
+  recorded from the real RayVirtualCluster;
 - one placement group of `{CPU, GPU}` bundles per node (PACK), one actor per bundle
   (`num_gpus=1`) started with the driver's environment, as NeMo RL's worker groups are;
 - each actor reports its GPU ids, CUDA_VISIBLE_DEVICES, the NCCL / gIB variables and library
@@ -42,7 +43,7 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,22 @@ class ResourceInsufficientError(Exception):
 def say(message: str) -> None:
     """A line of the driver's log."""
     print(f"[{STANDIN}] {message}", flush=True)
+
+
+def wait_for_gpus(
+    wanted: int, have: Callable[[], int], retries: int, sleep: Callable[[float], None]
+) -> None:
+    """NeMo RL's check of the cluster's GPUs before its placement groups, as v0.7.0 retries it
+    (`NRL_VIRTUAL_CLUSTER_MAX_RETRIES` checks, each failed one followed by a 2^i-second sleep,
+    the last one's too, then ResourceInsufficientError); compared with the real
+    RayVirtualCluster's recorded behaviour in tests/testbed."""
+    for attempt in range(retries):
+        found = have()
+        if found >= wanted:
+            return
+        say(f"{found} of {wanted} GPUs; check {attempt + 1}/{retries}, again in {2**attempt} s")
+        sleep(2**attempt)
+    raise ResourceInsufficientError(f"{retries} checks found fewer than {wanted} GPUs")
 
 
 def latest_checkpoint_step(folder: Path) -> int | None:
@@ -276,19 +293,12 @@ def main() -> int:  # noqa: C901, PLR0915 - the stand-in's run, in NeMo RL's ord
         return 1
     say(f"attached to Ray {ray.__version__}: {ray.cluster_resources()}")  # type: ignore[no-untyped-call]
 
-    wanted = nodes * per_node
-    retries = int(os.environ.get("NRL_VIRTUAL_CLUSTER_MAX_RETRIES", "6"))
-    for attempt in range(retries + 1):
-        have = int(ray.cluster_resources().get("GPU", 0))  # type: ignore[no-untyped-call]
-        if have >= wanted:
-            break
-        if attempt == retries:
-            raise ResourceInsufficientError(
-                f"Not enough GPUs available. Requested {wanted} GPUs, but only {have} are"
-                " available in the cluster."
-            )
-        say(f"{have} of {wanted} GPUs; retrying in {2**attempt} s ({attempt + 1}/{retries})")
-        time.sleep(2**attempt)
+    wait_for_gpus(
+        nodes * per_node,
+        lambda: int(ray.cluster_resources().get("GPU", 0)),  # type: ignore[no-untyped-call]
+        int(os.environ.get("NRL_VIRTUAL_CLUSTER_MAX_RETRIES", "6")),
+        time.sleep,
+    )
 
     groups = [
         placement_group([{"CPU": 1, "GPU": 1}] * per_node, strategy="PACK", name=f"grpo-node{n}")

@@ -86,7 +86,7 @@ def test_the_job_passes_nemo_rl_s_own_setup_rules(scenario: str, tmp_path: Path)
     # Every override key exists in the config or is written +key (struct mode raises).
     cfg = apply_overrides(load_config(CONFIGS / Path(config_file).name), overrides)
 
-    # Validation is configured whenever it is enabled ("Validation dataset is required").
+    # Validation is configured whenever it is enabled (GRPO setup refuses it without a dataset).
     grpo = cfg.grpo
     if grpo.val_period > 0 or grpo.val_at_start or grpo.val_at_end:
         assert cfg.data.validation is not None, "validation is on without a validation dataset"

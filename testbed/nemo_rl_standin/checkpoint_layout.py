@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
-import json
 import sys
 import tempfile
 import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
+
+from testbed.nemo_rl_standin.recording import load_source, main
 
 SCENARIO: list[tuple[str, int]] = [
     ("save", 10),
@@ -155,11 +155,7 @@ def _load_real(source: Path) -> Callable[[dict[str, Any]], Any]:
 
     torch.Tensor = Tensor  # type: ignore[attr-defined]
     sys.modules.setdefault("torch", torch)
-    spec = importlib.util.spec_from_file_location("nemo_rl_checkpoint", source)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {source}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_source(source, "nemo_rl_checkpoint")
     manager: Callable[[dict[str, Any]], Any] = module.CheckpointManager
     return manager
 
@@ -186,7 +182,4 @@ def record(checkout: Path) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or not (Path(sys.argv[1]) / "nemo_rl").is_dir():
-        print("usage: checkpoint_layout.py NEMO_RL_CHECKOUT (a folder holding nemo_rl/)")
-        sys.exit(2)
-    print(json.dumps(record(Path(sys.argv[1])), indent=1))
+    main(record, "checkpoint_layout.py")

@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import io
-import json
 import os
-import sys
 import time
 import types
 from pathlib import Path
 from typing import Any
+
+from testbed.nemo_rl_standin.recording import load_source, main
 
 GPUS = 2
 """GPUs the recording's Ray node declares."""
@@ -55,11 +54,7 @@ def record(checkout: Path) -> dict[str, Any]:
     import ray
 
     source = checkout / "nemo_rl" / "distributed" / "virtual_cluster.py"
-    spec = importlib.util.spec_from_file_location("nemo_rl_virtual_cluster", source)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {source}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_source(source, "nemo_rl_virtual_cluster")
     os.environ["NRL_VIRTUAL_CLUSTER_MAX_RETRIES"] = str(RETRIES)
     # A Ray of this process's own: ray.shutdown() ends it.
     ray.init(num_cpus=4, num_gpus=GPUS, include_dashboard=False, log_to_driver=False)
@@ -77,7 +72,4 @@ def record(checkout: Path) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or not (Path(sys.argv[1]) / "nemo_rl").is_dir():
-        print("usage: gpu_retries.py NEMO_RL_CHECKOUT (a folder holding nemo_rl/)")
-        sys.exit(2)
-    print(json.dumps(record(Path(sys.argv[1])), indent=1))
+    main(record, "gpu_retries.py")

@@ -17,11 +17,13 @@ Written from what NeMo RL v0.7.0 is documented to do with Ray (SOURCE.md: `examp
 - compare the cluster's GPUs with `cluster.num_nodes x cluster.gpus_per_node` in 6 checks with
   2^i-second sleeps (NRL_VIRTUAL_CLUSTER_MAX_RETRIES), then ResourceInsufficientError, as
   recorded from the real RayVirtualCluster;
-- one placement group of `{CPU, GPU}` bundles per node (PACK), one actor per bundle
-  (`num_gpus=1`) started with the driver's environment, as NeMo RL's worker groups are;
+- GRPO's policy placement groups (one PACK group per node, a `{CPU, GPU}` bundle per GPU, as
+  recorded from the real RayVirtualCluster), one actor per bundle (`num_gpus=1`) started with the
+  driver's environment, as NeMo RL's worker groups are;
 - each actor reports its GPU ids, CUDA_VISIBLE_DEVICES, the NCCL / gIB variables and library
   path it sees, whether its node holds the policy model in the Hugging Face cache, and its
-  NUMA map line; on a node of an RDMA GPU it must see NCCL told to use gIB with the plugin there;
+  NUMA map line (read as the real `bind_to_gpu_numa` reads it, recorded); on a node of an
+  RDMA GPU it must see NCCL told to use gIB with the plugin there;
 - the Hub: every worker resolves the model through the Hub unless `HF_HUB_OFFLINE` is on, so a
   run that is not offline fails naming who would have called it, and an offline run needs the
   model in the cache (the driver's script downloads it first); the driver loads GSM8K with the
@@ -114,6 +116,36 @@ def wait_for_gpus(
     raise ResourceInsufficientError(f"{retries} checks found fewer than {wanted} GPUs")
 
 
+def numa_cpulist(text: str | None, gpu: str) -> str:
+    """The CPU list a NeMo RL worker on `gpu` pins itself to from the affinity file's text (None:
+    no file), "" when it runs unpinned: `bind_to_gpu_numa`'s reading (lines stripped, blank ones
+    skipped, the first whose id before ":" is the GPU's); compared with the real function's
+    recorded behaviour in tests/testbed."""
+    for raw in (text or "").splitlines():
+        line = raw.strip()
+        if line:
+            index, cpulist = line.split(":", 1)
+            if index == gpu:
+                return cpulist
+    return ""
+
+
+def placement_groups(nodes: int, per_node: int, backend: str) -> list[dict[str, Any]]:
+    """GRPO's policy placement groups as NeMo RL v0.7.0 makes them for colocated generation of a
+    model that fits a node: one PACK group per node named `grpo_policy_cluster-node<i>`, one
+    bundle per GPU with one CPU per colocated worker group (2, or 1 for Megatron generation);
+    compared with the real RayVirtualCluster's recorded groups in tests/testbed."""
+    cpus = 1.0 if backend == "megatron" else 2.0
+    return [
+        {
+            "name": f"grpo_policy_cluster-node{n}",
+            "strategy": "PACK",
+            "bundles": [{"CPU": cpus, "GPU": 1.0}] * per_node,
+        }
+        for n in range(nodes)
+    ]
+
+
 def latest_checkpoint_step(folder: Path) -> int | None:
     """The newest `step_N` checkpoint in the run's folder (`tmp_step_N`, `old_step_N` ignored)."""
     steps = [int(p.name[5:]) for p in folder.glob("step_*") if STEP_NAME.fullmatch(p.name)]
@@ -190,17 +222,10 @@ def report(model: str) -> dict[str, Any]:
     ip = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
     node = node_record(ip)
     gpu_ids = [str(g) for g in ray.get_gpu_ids()]
-    numa = ""
     affinity = Path(node.get("tmp", "/tmp"), NUMA_MAP)  # noqa: S108 - the container's /tmp
-    if affinity.exists() and gpu_ids:
-        numa = next(
-            (
-                line
-                for line in affinity.read_text().splitlines()
-                if line.split(":")[0] == gpu_ids[0]
-            ),
-            "",
-        )
+    text = affinity.read_text() if affinity.exists() else None
+    cpus = numa_cpulist(text, gpu_ids[0]) if gpu_ids else ""
+    numa = f"{gpu_ids[0]}:{cpus}" if cpus else ""
     plugin = os.environ.get("NCCL_NET_PLUGIN", "")
     return {
         "node_ip": ip,
@@ -297,9 +322,10 @@ def main() -> int:  # noqa: C901, PLR0915 - the stand-in's run, in NeMo RL's ord
         time.sleep,
     )
 
+    backend = str(cfg.policy.generation.backend)
     groups = [
-        placement_group([{"CPU": 1, "GPU": 1}] * per_node, strategy="PACK", name=f"grpo-node{n}")
-        for n in range(nodes)
+        placement_group(g["bundles"], strategy=g["strategy"], name=g["name"])
+        for g in placement_groups(nodes, per_node, backend)
     ]
     ray.get([g.ready() for g in groups], timeout=180)
     worker = ray.remote(num_gpus=1, num_cpus=1)(_Worker)

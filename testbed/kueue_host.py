@@ -5,7 +5,10 @@ chart's controller Deployment exists the agent runs the real Kueue controller (b
 modules, testbed.cluster_pieces) on this host, with the chart's own configuration (its
 ConfigMap) and the chart's own permissions (a token of the chart's ServiceAccount), and
 reports the pod Ready only once the controller's readiness probe (/readyz) passes, as a
-kubelet would: Helm's wait, and so `pulumi up`, wait for the real controller.
+kubelet would: the provider's wait for the Deployment, and so `pulumi up`, wait for the real
+controller. Its liveness probe is kept too: a controller whose probe fails the container's
+`failureThreshold` times in a row is restarted, as a kubelet restarts the container (Kueue
+started before its CRDs are served gives up its manager but keeps running).
 
 What a Service would have done cannot happen here (no kube-proxy; the API server cannot reach
 a host process through a Service, and v1.36 refuses loopback endpoints), so the agent does,
@@ -22,7 +25,7 @@ and logs, these test-bed actions:
 - listeners bind 127.0.0.1 on free ports; leader election keeps the chart's lease name, in
   Kueue's namespace.
 
-When the Deployment goes (helm uninstall), the controller is stopped, as its pod would be.
+When the Deployment goes, the controller is stopped, as its pod would be.
 """
 
 from __future__ import annotations
@@ -78,32 +81,42 @@ def webhook_url(port: int, path: str) -> str:
     return f"https://127.0.0.1:{port}{path}"
 
 
+def _repointed(client: dict[str, Any], base: str, port: int) -> list[dict[str, Any]]:
+    """JSON patch ops that point one clientConfig at the host's webhook server on `port`: a
+    Service (path kept) or an earlier controller's host address (a restarted controller
+    listens on new ports)."""
+    service = client.get("service")
+    if service is not None:
+        url = webhook_url(port, service.get("path") or "/")
+        return [
+            {"op": "remove", "path": f"{base}/service"},
+            {"op": "add", "path": f"{base}/url", "value": url},
+        ]
+    current = str(client.get("url") or "")
+    host = "https://127.0.0.1:"
+    if not current.startswith(host):
+        return []
+    rest = current[len(host) :]
+    path = rest[rest.index("/") :] if "/" in rest else "/"
+    url = webhook_url(port, path)
+    return [] if url == current else [{"op": "replace", "path": f"{base}/url", "value": url}]
+
+
 def rewired_webhooks(configuration: dict[str, Any], port: int) -> list[dict[str, Any]]:
-    """JSON patch that points every Service-based webhook of a webhook configuration at the
-    host's webhook server (paths kept, caBundle kept); empty when nothing is left to change."""
+    """JSON patch that points every webhook of a webhook configuration at the host's webhook
+    server (paths kept, caBundle kept); empty when nothing is left to change."""
     patch: list[dict[str, Any]] = []
     for index, hook in enumerate(configuration.get("webhooks") or []):
-        service = hook.get("clientConfig", {}).get("service")
-        if service is None:
-            continue
-        base = f"/webhooks/{index}/clientConfig"
-        patch.append({"op": "remove", "path": f"{base}/service"})
-        url = webhook_url(port, service.get("path") or "/")
-        patch.append({"op": "add", "path": f"{base}/url", "value": url})
+        patch += _repointed(hook.get("clientConfig", {}), f"/webhooks/{index}/clientConfig", port)
     return patch
 
 
 def rewired_conversion(crd: dict[str, Any], port: int) -> list[dict[str, Any]]:
-    """JSON patch that points a CRD's Service-based conversion webhook at the host."""
+    """JSON patch that points a CRD's conversion webhook at the host."""
     config = crd.get("spec", {}).get("conversion", {}).get("webhook", {}).get("clientConfig", {})
-    service = config.get("service")
-    if service is None:
+    if not config:
         return []
-    base = "/spec/conversion/webhook/clientConfig"
-    return [
-        {"op": "remove", "path": f"{base}/service"},
-        {"op": "add", "path": f"{base}/url", "value": webhook_url(port, service.get("path"))},
-    ]
+    return _repointed(config, "/spec/conversion/webhook/clientConfig", port)
 
 
 @dataclass(frozen=True)
@@ -154,6 +167,46 @@ def host_configuration(
     return config, changes
 
 
+@dataclass
+class Liveness:
+    """The controller container's liveness probe, kept as the kubelet keeps it."""
+
+    path: str = "/healthz"
+    delay: float = 0.0
+    period: float = 10.0
+    threshold: int = 3
+    started: float = 0.0
+    last: float = 0.0
+    failures: int = 0
+    on: bool = False
+
+    @classmethod
+    def of(cls, deployment: dict[str, Any], now: float) -> Liveness:
+        """The probe of the Deployment's first container (off when it has none)."""
+        containers = deployment["spec"]["template"]["spec"].get("containers") or [{}]
+        probe = containers[0].get("livenessProbe") or {}
+        if "httpGet" not in probe:
+            return cls(started=now)
+        return cls(
+            path=str(probe["httpGet"].get("path", "/")),
+            delay=float(probe.get("initialDelaySeconds", 0)),
+            period=float(probe.get("periodSeconds", 10)),
+            threshold=int(probe.get("failureThreshold", 3)),
+            started=now,
+            last=now,
+            on=True,
+        )
+
+    def failed(self, now: float, probe: Callable[[], bool]) -> bool:
+        """Probe when a period has passed (after the initial delay); True once the failures in
+        a row reach the threshold."""
+        if not self.on or now - self.started < self.delay or now - self.last < self.period:
+            return False
+        self.last = now
+        self.failures = 0 if probe() else self.failures + 1
+        return self.failures >= self.threshold
+
+
 class KueueHost:
     """Runs the real Kueue controller for the chart's Deployment, and plays its pod."""
 
@@ -178,6 +231,7 @@ class KueueHost:
         self.listeners: Listeners | None = None
         self.ready = False
         self.last_rewire = 0.0
+        self.liveness = Liveness()
 
     # --- the loop ----------------------------------------------------------------------------
 
@@ -198,6 +252,12 @@ class KueueHost:
             .get("annotations", {})
             .get("charts.kueue.x-k8s.io/config-checksum", ""),
         )
+        if self.deployment is not None and self.liveness.failed(now, self.alive_probe):
+            self.say(
+                f"Kueue's controller failed its liveness probe ({self.liveness.path})"
+                f" {self.liveness.threshold} times: restarting its container, as the kubelet does"
+            )
+            self.stop()
         if self.deployment != key or not self.processes.alive(PROCESS):
             if self.deployment is not None:
                 self.say("Kueue's Deployment changed (or its controller ended): restarting it")
@@ -206,6 +266,7 @@ class KueueHost:
                 return  # the chart's ConfigMap is not there yet: next pass
             self.deployment = key
             self.last_rewire = now
+            self.liveness = Liveness.of(deployment, now)
         elif now - self.last_rewire > REWIRE_EVERY:
             self.rewire(key[0], key[1].removesuffix("-controller-manager"))
             self.last_rewire = now
@@ -384,11 +445,15 @@ class KueueHost:
 
     # --- the pod's status --------------------------------------------------------------------
 
-    def probe(self) -> bool:
+    def alive_probe(self) -> bool:
+        """The controller's liveness probe, as the kubelet would call it."""
+        return self.probe(self.liveness.path)
+
+    def probe(self, path: str = "/readyz") -> bool:
         """The controller's readiness probe (/readyz), as the kubelet would call it."""
         if self.listeners is None:
             return False
-        url = f"http://127.0.0.1:{self.listeners.health}/readyz"
+        url = f"http://127.0.0.1:{self.listeners.health}{path}"
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 return bool(response.status == 200)

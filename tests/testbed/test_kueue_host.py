@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from planning.catalog import profile
@@ -14,6 +15,7 @@ from testbed.kueue_host import (
     PROCESS,
     KueueHost,
     Listeners,
+    Liveness,
     exclude_controller_from_kwok,
     host_configuration,
     rewired_conversion,
@@ -22,6 +24,7 @@ from testbed.kueue_host import (
 from testbed.node_topology import topology_labels
 from testbed.pki import ensure_webhook_certs
 from testbed.processes import Processes
+from testbed.shared import shared_dir
 
 
 def test_service_webhooks_are_pointed_at_the_host_with_their_paths() -> None:
@@ -31,7 +34,8 @@ def test_service_webhooks_are_pointed_at_the_host_with_their_paths() -> None:
                 "name": "a",
                 "clientConfig": {"service": {"name": "s", "path": "/mutate-x"}, "caBundle": "Q0E="},
             },
-            {"name": "b", "clientConfig": {"url": "https://127.0.0.1:1/validate-y"}},
+            {"name": "b", "clientConfig": {"url": "https://127.0.0.1:39443/validate-y"}},
+            {"name": "c", "clientConfig": {"url": "https://example.test/validate-z"}},
         ]
     }
     assert rewired_webhooks(configuration, 39443) == [
@@ -42,9 +46,19 @@ def test_service_webhooks_are_pointed_at_the_host_with_their_paths() -> None:
             "value": "https://127.0.0.1:39443/mutate-x",
         },
     ]
+    # A restarted controller listens on other ports: hooks aimed at the earlier one follow it.
+    assert rewired_webhooks(configuration, 40001)[-1] == {
+        "op": "replace",
+        "path": "/webhooks/1/clientConfig/url",
+        "value": "https://127.0.0.1:40001/validate-y",
+    }
     crd = {"spec": {"conversion": {"webhook": {"clientConfig": {"service": {"path": "/convert"}}}}}}
     assert rewired_conversion(crd, 39443)[-1]["value"] == "https://127.0.0.1:39443/convert"
     assert rewired_conversion({"spec": {}}, 39443) == []
+    moved = {"spec": {"conversion": {"webhook": {"clientConfig": {"url": rewired_conversion(
+        crd, 39443)[-1]["value"]}}}}}  # fmt: skip
+    assert rewired_conversion(moved, 39443) == []
+    assert rewired_conversion(moved, 40001)[0]["value"] == "https://127.0.0.1:40001/convert"
 
 
 def test_the_charts_configuration_keeps_its_integrations_and_gets_loopback_listeners(
@@ -147,3 +161,31 @@ def test_the_controller_is_said_to_be_gone_only_once_it_is_stopped(tmp_path: Pat
     (gone,) = [alive for message, alive in said if "Deployment is gone" in message]
     assert gone is False, said
     assert not processes.alive(PROCESS)
+
+
+def test_the_controller_is_restarted_after_its_liveness_probe_fails_in_a_row() -> None:
+    """The chart's probe (/healthz, 15 s delay, every 20 s, 3 failures), kept as a kubelet keeps
+    it: a controller that gave up its manager (started before its CRDs) is restarted."""
+    values = shared_dir() / "charts" / "kueue-0.19.2" / "values.yaml"
+    if not values.exists():
+        pytest.skip(f"the shared Kueue chart is missing at {values}")
+    chart = yaml.safe_load(values.read_text(encoding="utf-8"))["controllerManager"]
+    probe = {"httpGet": {"path": "/healthz", "port": 8081}, **chart["livenessProbe"]}
+    deployment = {"spec": {"template": {"spec": {"containers": [{"livenessProbe": probe}]}}}}
+    liveness = Liveness.of(deployment, now=0.0)
+    answers = iter([False, True, False, False, False])
+    probed: list[float] = []
+    clock = [0.0]
+
+    def answer() -> bool:
+        probed.append(clock[0])
+        return next(answers)
+
+    verdicts = []
+    for now in (5.0, 20.0, 40.0, 50.0, 60.0, 80.0, 100.0):
+        clock[0] = now
+        verdicts.append(liveness.failed(now, answer))
+    assert probed == [20.0, 40.0, 60.0, 80.0, 100.0]  # after the delay, once a period
+    assert verdicts == [False] * 6 + [True]  # the third failure in a row
+    no_probe: dict[str, Any] = {"spec": {"template": {"spec": {"containers": [{}]}}}}
+    assert not Liveness.of(no_probe, 0.0).failed(99.0, answer)

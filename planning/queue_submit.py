@@ -31,7 +31,8 @@ CLEAR_UNTIL_ANNOTATION: Final = "nemo-rl-gke/maintenance-clear-until"
 """On the submitted RayJob: the Unix time its workers' nodes must be free of maintenance until."""
 RUN_ANNOTATIONS: Final = {"run": "nemo-rl-gke/run", "log-dir": "nemo-rl-gke/log-dir"}
 """What the published run's RayJob says of its run (program.ray)."""
-NAME: Final = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+NAME: Final = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+"""A RayJob name, matched whole (`fullmatch`: a `$` would let a trailing newline through)."""
 
 
 class SubmissionError(ValueError):
@@ -85,7 +86,7 @@ def submission(
     """The RayJob to create: the manifest under `name`; with `hours`, its workers also accept
     nodes whose maintenance starts after the run is expected to end, and its driver has NeMo
     RL save and stop before then."""
-    if len(name) > MAX_RAYJOB_NAME or not NAME.match(name):
+    if len(name) > MAX_RAYJOB_NAME or not NAME.fullmatch(name):
         raise SubmissionError(
             f"--name {name!r}: a RayJob name is at most {MAX_RAYJOB_NAME} characters of a-z,"
             " 0-9 and -, starting with a letter and not ending with -"

@@ -252,7 +252,7 @@ BULLETINS: Final[tuple[Bulletin, ...]] = (
 )
 
 
-_GKE_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:-gke\.(\d+))?$")
+_GKE_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?(?:-gke\.(\d+))?")
 
 
 GKE_END_OF_SUPPORT: Final[dict[str, Pin]] = {
@@ -273,7 +273,8 @@ def parse_gke_version(version: str) -> tuple[int, int, int, int]:
     A prefix sorts as its lowest member (`1.35` == `1.35.0-gke.0`), which is what a
     minimum-version comparison needs.
     """
-    match = _GKE_VERSION.match(version)
+    # fullmatch: a `$` would let "1.35\n" through.
+    match = _GKE_VERSION.fullmatch(version)
     if match is None:
         raise ValueError(
             f"not a GKE version: {version!r} (expected e.g. 1.35 or 1.32.2-gke.1475000)"

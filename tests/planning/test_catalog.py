@@ -69,6 +69,9 @@ def test_gke_versions_compare_numerically() -> None:
     assert gke_at_least("1.32.2-gke.1000", "1.32.2-gke.900")
     with pytest.raises(ValueError, match="not a GKE version"):
         parse_gke_version("latest")
+    # Matched whole: a `$` anchor would let a trailing newline through.
+    with pytest.raises(ValueError, match="not a GKE version"):
+        parse_gke_version("1.35\n")
 
 
 def test_cluster_version_covers_every_catalog_minimum() -> None:

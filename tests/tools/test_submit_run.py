@@ -119,6 +119,9 @@ def test_a_stack_that_lets_workers_on_maintenance_nodes_gets_no_window(tmp_path:
         ("Run-2", 1, "--name"),
         ("run-", 1, "--name"),
         ("r" * 48, 1, "--name"),
+        # A `$` anchor lets a trailing newline through; the name is matched whole.
+        ("run-2\n", 1, "--name"),
+        ("run-2\r", 1, "--name"),
         ("run-2", 0, "--hours"),
         ("run-2", -3, "--hours"),
         ("run-2", 24 * 30 + 1, "--hours"),

@@ -143,6 +143,13 @@ def hostile_stack_files() -> dict[str, bytes]:
         + b"'}}\n",
         "year-9999-exclusion": dev
         + b"  nemo-rl-gke:cluster: {maintenance: {exclusionStart: '9999-12-31T00:00:00Z'}}\n",
+        # YAML's true is not 1: pydantic alone would take it as one node / one GiB.
+        "boolean-node-count": dev.replace(
+            b"    autoscaling:\n      min: 0\n      max: 2\n", b"    nodes: true\n"
+        ),
+        "boolean-lustre-size": b200.replace(
+            b"    capacityGib: 18000\n", b"    capacityGib: true\n"
+        ),
         "unquoted-timestamp": dev
         + b"  nemo-rl-gke:cluster: {maintenance: {windowStart: 2026-01-03T04:00:00Z}}\n",
         "runs-dir-leaves-data": dev + b"  nemo-rl-gke:ray: {job: {runsDir: /data/../etc}}\n",

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
 from stack_config.errors import ConfigProblem
@@ -24,6 +28,27 @@ class ConfigModel(BaseModel):
         alias_generator=to_camel,
         populate_by_name=True,
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """YAML's `true` is not 1 node, device or GiB: pydantic would take it as 1."""
+        field = cls.model_fields.get(info.field_name or "")
+        if isinstance(value, bool) and field is not None and _numeric(field.annotation):
+            raise ConfigProblem(
+                (), f"{str(value).lower()} is a boolean, not a number", "write a number there"
+            )
+        return value
+
+
+def _numeric(annotation: Any) -> bool:
+    """Whether a field takes a number and no boolean (`int`, `float`, optionally None)."""
+    if annotation in (int, float):
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        arms = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return bool(arms) and bool not in arms and all(a in (int, float) for a in arms)
+    return False
 
 
 def check_bounds(low: int, high: int) -> None:

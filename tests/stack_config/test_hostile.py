@@ -37,6 +37,8 @@ EXPECTED = {
     "rrule-that-almost-never-occurs": "longer than 0.5 s to evaluate",
     "rrule-every-minute": "more than 10000 occurrences",
     "year-9999-exclusion": "year 9999 is outside 1970..9000",
+    "boolean-node-count": "nemo-rl-gke:gpu.nodes: true is a boolean, not a number",
+    "boolean-lustre-size": "nemo-rl-gke:lustre.capacityGib: true is a boolean, not a number",
 }
 
 

@@ -21,7 +21,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from testbed.nemo_rl_standin.recording import load_source, main
+from testbed.nemo_rl_standin.recording import load_source, main, on_local_ray
 
 GPUS = 2
 """GPUs the recording's Ray node declares."""
@@ -51,17 +51,12 @@ def _attempt(module: Any, wanted: int) -> dict[str, Any]:
 
 def record(checkout: Path) -> dict[str, Any]:
     """The cases played through the real RayVirtualCluster of a NeMo RL checkout."""
-    import ray
-
     source = checkout / "nemo_rl" / "distributed" / "virtual_cluster.py"
     module = load_source(source, "nemo_rl_virtual_cluster")
     os.environ["NRL_VIRTUAL_CLUSTER_MAX_RETRIES"] = str(RETRIES)
-    # A Ray of this process's own: ray.shutdown() ends it.
-    ray.init(num_cpus=4, num_gpus=GPUS, include_dashboard=False, log_to_driver=False)
-    try:
-        cases = {name: _attempt(module, wanted) for name, wanted in CASES.items()}
-    finally:
-        ray.shutdown()
+    cases = on_local_ray(
+        4, GPUS, lambda: {name: _attempt(module, wanted) for name, wanted in CASES.items()}
+    )
     return {
         "source": "NVIDIA-NeMo/RL nemo_rl/distributed/virtual_cluster.py",
         "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),

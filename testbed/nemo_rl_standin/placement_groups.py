@@ -18,7 +18,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from testbed.nemo_rl_standin.recording import load_source, main
+from testbed.nemo_rl_standin.recording import load_source, main, on_local_ray
 
 NODES = 2
 """Nodes in the recording (one real Ray node declares all their GPUs)."""
@@ -55,17 +55,10 @@ def _groups(module: Any, colocated: int) -> list[dict[str, Any]]:
 
 def record(checkout: Path) -> dict[str, Any]:
     """GRPO's policy placement groups for each backend, from the real RayVirtualCluster."""
-    import ray
-
     source = checkout / "nemo_rl" / "distributed" / "virtual_cluster.py"
     module = load_source(source, "nemo_rl_virtual_cluster")
-    # A Ray of this process's own: ray.shutdown() ends it.
     gpus = NODES * PER_NODE
-    ray.init(num_cpus=2 * gpus, num_gpus=gpus, include_dashboard=False, log_to_driver=False)
-    try:
-        cases = {backend: _groups(module, colocated) for backend, colocated in CASES.items()}
-    finally:
-        ray.shutdown()
+    cases = on_local_ray(2 * gpus, gpus, lambda: {b: _groups(module, c) for b, c in CASES.items()})
     return {
         "source": "NVIDIA-NeMo/RL nemo_rl/distributed/virtual_cluster.py",
         "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),

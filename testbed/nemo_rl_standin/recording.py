@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 
 def load_source(source: Path, name: str) -> ModuleType:
@@ -28,3 +28,17 @@ def main(record: Callable[[Path], dict[str, Any]], prog: str) -> None:
         print(f"usage: {prog} NEMO_RL_CHECKOUT (a folder holding nemo_rl/)")
         sys.exit(2)
     print(json.dumps(record(Path(sys.argv[1])), indent=1))
+
+
+T = TypeVar("T")
+
+
+def on_local_ray(cpus: int, gpus: int, play: Callable[[], T]) -> T:
+    """`play()` on a one-node Ray of this process's own (it declares `gpus`), ended after."""
+    import ray
+
+    ray.init(num_cpus=cpus, num_gpus=gpus, include_dashboard=False, log_to_driver=False)
+    try:
+        return play()
+    finally:
+        ray.shutdown()

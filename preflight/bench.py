@@ -150,6 +150,9 @@ def hostile_stack_files() -> dict[str, bytes]:
         "boolean-lustre-size": b200.replace(
             b"    capacityGib: 18000\n", b"    capacityGib: true\n"
         ),
+        "zone-database-folder": dev
+        + b"  nemo-rl-gke:health: {schedule: '@daily', timeZone: America}\n",
+        "every-beyond-go-durations": dev + b"  nemo-rl-gke:health: {schedule: '@every 2562048h'}\n",
         "unquoted-timestamp": dev
         + b"  nemo-rl-gke:cluster: {maintenance: {windowStart: 2026-01-03T04:00:00Z}}\n",
         "runs-dir-leaves-data": dev + b"  nemo-rl-gke:ray: {job: {runsDir: /data/../etc}}\n",

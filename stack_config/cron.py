@@ -11,13 +11,28 @@ fire (the 30th of February) does nothing and is refused too.
 from __future__ import annotations
 
 import re
+import zoneinfo
 from dataclasses import dataclass
 from typing import Final
 
 _DESCRIPTORS: Final = frozenset(
     {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
 )
-_GO_DURATION: Final = re.compile(r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+|[-+]?0")
+_GO_UNITS: Final = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,  # U+00B5 micro sign
+    "μs": 1_000,  # U+03BC Greek mu
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
+}
+_GO_PART: Final = re.compile(r"(\d*)(?:\.(\d*))?([^\d.]*)")
+_TWO_63: Final = 1 << 63
+_ZONE_PART: Final = re.compile(r"[A-Za-z.\-_0-9+]{1,14}")
+"""One part of a time zone name as pkg/apis/batch/validation allows it (IANA's naming rules
+plus the digits and '+' of legacy names)."""
 _MONTHS: Final = (
     "jan",
     "feb",
@@ -108,6 +123,54 @@ def _values(field: str, bounds: _Bounds) -> tuple[set[int], bool]:
     return values, star
 
 
+def _go_fraction(digits: str) -> tuple[int, float]:
+    """Go's leadingFraction: the digits' value and scale, precision dropped past 2**63."""
+    value, scale = 0, 1.0
+    for digit in digits:
+        if value > (_TWO_63 - 1) // 10 or value * 10 + int(digit) > _TWO_63:
+            break
+        value, scale = value * 10 + int(digit), scale * 10
+    return value, scale
+
+
+def go_duration(text: str) -> int | None:
+    """Nanoseconds of `text` as Go's time.ParseDuration reads it (robfig's `@every` calls
+    it), or None where it returns an error, overflow past int64 included."""
+    body = text[1:] if text[:1] in "+-" else text
+    negative = text[:1] == "-"
+    if body == "0":
+        return 0
+    if not body:
+        return None
+    total, position = 0, 0
+    while position < len(body):
+        match = _GO_PART.match(body, position)
+        if match is None or match.end() == position:
+            return None
+        whole, fraction, unit = match.group(1), match.group(2) or "", match.group(3)
+        if not whole and not fraction:
+            return None  # no digits (".s"), or a unit first
+        if int(whole or "0") > _TWO_63 or unit not in _GO_UNITS:
+            return None
+        value, scale = _go_fraction(fraction)
+        part = int(whole or "0")
+        if part > _TWO_63 // _GO_UNITS[unit]:
+            return None
+        part *= _GO_UNITS[unit]
+        if value > 0:
+            # Go's float64 arithmetic, truncated as its uint64 conversion truncates.
+            part += int(float(value) * (float(_GO_UNITS[unit]) / scale))
+            if part > _TWO_63:
+                return None
+        total += part
+        if total > _TWO_63:
+            return None
+        position = match.end()
+    if negative:
+        return -total
+    return None if total > _TWO_63 - 1 else total
+
+
 def check_schedule(schedule: str) -> None:
     """Raise CronError when the API server would refuse `schedule` or it never fires."""
     if "TZ" in schedule:
@@ -119,9 +182,13 @@ def check_schedule(schedule: str) -> None:
     if spec.startswith("@"):
         if spec.startswith("@every "):
             duration = spec[len("@every ") :]
-            if not _GO_DURATION.fullmatch(duration):
-                raise CronError(f"{duration!r} is not a duration such as 6h or 90m")
-            if duration.startswith("-") or not re.search(r"[1-9]", duration):
+            nanoseconds = go_duration(duration)
+            if nanoseconds is None:
+                raise CronError(
+                    f"{duration!r} is not a duration such as 6h or 90m"
+                    " (Go's time.ParseDuration: at most 2562047h47m16s)"
+                )
+            if nanoseconds <= 0:
                 raise CronError(f"{duration!r} is not a period: give a positive duration")
             return
         if spec not in _DESCRIPTORS:
@@ -141,3 +208,20 @@ def check_schedule(schedule: str) -> None:
             f"day {min(days)} of month never comes in month(s) {sorted(months)}: the schedule"
             " never fires"
         )
+
+
+def check_time_zone(zone: str) -> None:
+    """Raise CronError when the API server would refuse `zone` as a CronJob's spec.timeZone:
+    its naming rules, `Local`, then the zone database (a folder such as `America` is no zone)."""
+    if not zone:
+        raise CronError("the time zone is empty")
+    for part in zone.split("/"):
+        if part in (".", "..") or part.startswith("-") or not _ZONE_PART.fullmatch(part):
+            raise CronError(f"{zone!r} is not an IANA time zone name")
+    if zone.lower() == "local":
+        raise CronError(f"{zone!r} is the API server's own zone, not a zone of the database")
+    try:
+        zoneinfo.ZoneInfo(zone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        # OSError: the name is a folder of the database (IsADirectoryError), not a zone.
+        raise CronError(f"{zone!r} is not an IANA time zone") from None

@@ -7,7 +7,6 @@ given; the b200 and h200 stacks give one.
 
 from __future__ import annotations
 
-import zoneinfo
 from collections.abc import Iterator
 from typing import Literal
 
@@ -15,7 +14,7 @@ from pydantic import Field, field_validator
 
 from planning.health import HealthCheck
 from stack_config.base import ConfigModel
-from stack_config.cron import CronError, check_schedule
+from stack_config.cron import CronError, check_schedule, check_time_zone
 from stack_config.errors import ConfigProblem
 from stack_config.gpu_pool import GpuConfig
 
@@ -60,12 +59,10 @@ class HealthConfig(ConfigModel):
     @classmethod
     def _zone(cls, value: str) -> str:
         try:
-            zoneinfo.ZoneInfo(value)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            check_time_zone(value)
+        except CronError as error:
             raise ConfigProblem(
-                (),
-                f"{value!r} is not an IANA time zone",
-                'write a zone such as "Etc/UTC" or "Europe/Berlin"',
+                (), str(error), 'write a zone such as "Etc/UTC" or "Europe/Berlin"'
             ) from None
         return value
 

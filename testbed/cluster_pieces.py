@@ -1,4 +1,5 @@
-"""The local control plane's binaries: etcd, Kubernetes, kwok, the KubeRay operator, Kueue.
+"""The local control plane's binaries: etcd, Kubernetes, kwok, the KubeRay operator, Kueue, and
+Kubernetes' own CronJob validation as a program of its own (testbed/go/kube-validation).
 
 Built from the Go module proxy through our wrapper modules (testbed/go/*), at the versions of
 planning/versions.py, and cached like the engine (testbed.gobuild).
@@ -75,6 +76,7 @@ PIECES: dict[str, Piece] = {
         },
         ldflags=_K8S_LDFLAGS,
     ),
+    "kube-validation": Piece(name="kube-validation", binaries={"kube-validation": "."}),
     "kwok": Piece(
         name="kwok",
         binaries={"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
@@ -95,6 +97,7 @@ PIECES: dict[str, Piece] = {
 WRAPPER_PINS: dict[str, dict[str, str]] = {
     "etcd": {"go.etcd.io/etcd/server/v3": VERSIONS.engine_etcd.value},
     "kube-control-plane": {"k8s.io/kubernetes": KUBERNETES},
+    "kube-validation": {"k8s.io/kubernetes": KUBERNETES},
     "kwok": {"sigs.k8s.io/kwok": VERSIONS.engine_kwok.value},
     "kuberay": {
         "github.com/ray-project/kuberay/ray-operator": VERSIONS.engine_kuberay_operator.value

@@ -39,6 +39,8 @@ EXPECTED = {
     "year-9999-exclusion": "year 9999 is outside 1970..9000",
     "boolean-node-count": "nemo-rl-gke:gpu.nodes: true is a boolean, not a number",
     "boolean-lustre-size": "nemo-rl-gke:lustre.capacityGib: true is a boolean, not a number",
+    "zone-database-folder": "nemo-rl-gke:health.timeZone: 'America' is not an IANA time zone",
+    "every-beyond-go-durations": "nemo-rl-gke:health.schedule: '@every 2562048h':",
 }
 
 

@@ -25,16 +25,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
 from planning.cluster import NODE_RECREATING_FIELDS, upgrade_notes
 from planning.replacements import Change, changes, refusals
 from planning.resource_types import NODE_POOL
+from planning.versions import parse_gke_version
 from preflight.mock_run import ProgramRun
 from program.guard import REPLACEMENT_EXPORT, versions_of
 from pulumi_offline.bridge_diff import UNKNOWN_VALUES, InputDiff, diff_inputs, top_level
 from pulumi_offline.gcp_force_new import FACTS
+from pulumi_offline.json_files import read_bounded
 from pulumi_offline.kubernetes_force_new import kubernetes_facts
 from pulumi_offline.stackfiles import StackFileError
+from stack_config.errors import show, show_key, show_text
 
+MAX_REPORT_BYTES = 64 << 20
+"""A report of the b200 stack is about 0.4 MiB: room for far larger stacks."""
 UNKNOWN = next(iter(sorted(UNKNOWN_VALUES)))
 
 
@@ -85,28 +92,115 @@ def snapshot(run: ProgramRun, mode: str) -> Snapshot:
     return Snapshot(run.stack, mode, resources, config)
 
 
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, populate_by_name=True)
+
+
+class _ReportedResource(_Strict):
+    """One resource of a --json report, as `Resource` needs it."""
+
+    model_config = ConfigDict(extra="ignore")
+    urn: str
+    type: str
+    name: str
+    custom: bool = True
+    protect: bool | None = None
+    inputs: dict[str, Any] | None = None
+    property_dependencies: dict[str, list[str]] | None = Field(None, alias="propertyDependencies")
+    ignore_changes: list[str] | None = Field(None, alias="ignoreChanges")
+    delete_before_replace: bool | None = Field(None, alias="deleteBeforeReplace")
+
+
+class _ReportedConfig(_Strict):
+    """The values the guard compares (program.guard.replacement_values), each of its type;
+    a key an older or newer program exported is kept as it is."""
+
+    model_config = ConfigDict(extra="allow")
+    project: str | None = Field(None, alias="gcp:project")
+    region: str | None = Field(None, alias="gcp:region")
+    zone: str | None = None
+    name: str | None = None
+    protect: bool | None = None
+    gpu_type: str | None = Field(None, alias="gpu.type")
+    gpu_capacity: str | None = Field(None, alias="gpu.capacity")
+    gpu_reservation: str | None = Field(None, alias="gpu.reservation")
+    gpu_reservation_project: str | None = Field(None, alias="gpu.reservationProject")
+    gpu_placement: str | None = Field(None, alias="gpu.placement")
+    gpu_driver_version: str | None = Field(None, alias="gpu.driverVersion")
+    gpu_rdma_networks: bool | None = Field(None, alias="gpu.rdmaNetworks")
+    primary_cidr: str | None = Field(None, alias="network.primaryCidr")
+    gvnic_cidr: str | None = Field(None, alias="network.gvnicCidr")
+    rdma_cidrs: list[str] | None = Field(None, alias="network.rdmaCidrs")
+    rdma: str | None = Field(None, alias="network.rdma")
+    psa_cidr: str | None = Field(None, alias="network.psaCidr")
+    lustre_throughput: int | None = Field(None, alias="lustre.throughput")
+    lustre_filesystem: str | None = Field(None, alias="lustre.filesystem")
+    lustre_capacity: int | None = Field(None, alias="lustre.capacityGib")
+    lustre_created: int | None = Field(None, alias="lustre.createdCapacityGib")
+    system_shape: str | None = Field(None, alias="cluster.systemPool.shape")
+    system_consent: str | None = Field(None, alias="cluster.systemPool.recreateNodesAs")
+    release_channel: str | None = Field(None, alias="cluster.releaseChannel")
+    min_version: str | None = Field(None, alias="cluster.minVersion")
+    system_version: str | None = Field(None, alias="cluster.systemPool.version")
+    gpu_version: str | None = Field(None, alias="gpu.version")
+
+    @field_validator("min_version", "system_version", "gpu_version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_gke_version(value)  # its ValueError names the value and the form
+        return value
+
+
+class _ReportedOutputs(_Strict):
+    model_config = ConfigDict(extra="ignore")
+    replacement_config: _ReportedConfig | None = Field(None, alias=REPLACEMENT_EXPORT)
+
+
+class _Report(_Strict):
+    """What `load_snapshot` reads of a `python -m preflight --json FILE` report."""
+
+    model_config = ConfigDict(extra="ignore")
+    stack: str
+    mode: str = "preview"
+    resources: list[_ReportedResource]
+    outputs: _ReportedOutputs | None = None
+
+
 def load_snapshot(path: Path) -> Snapshot:
-    """The snapshot an earlier `python -m preflight --json FILE` recorded."""
+    """The snapshot an earlier `python -m preflight --json FILE` recorded (StackFileError in
+    one line, naming the key, when a value has the wrong shape)."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        resources = {
-            r["urn"]: Resource(
-                urn=r["urn"],
-                type=r["type"],
-                name=r["name"],
-                custom=bool(r.get("custom", True)),
-                protect=bool(r.get("protect")),
-                inputs=r.get("inputs") or {},
-                property_dependencies=r.get("propertyDependencies") or {},
-                ignore_changes=list(r.get("ignoreChanges") or []),
-                delete_before_replace=r.get("deleteBeforeReplace"),
-            )
-            for r in doc["resources"]
-        }
-        config = (doc.get("outputs") or {}).get(REPLACEMENT_EXPORT) or {}
-        return Snapshot(str(doc["stack"]), str(doc.get("mode", "preview")), resources, config)
-    except (OSError, ValueError, KeyError, TypeError) as err:
+        text = read_bounded(path, MAX_REPORT_BYTES)
+        json.loads(text)  # JSON's own message (line and column) before the model's
+        doc = _Report.model_validate_json(text)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        key = show_key(".".join(str(part) for part in first["loc"])) or "(the whole file)"
+        message = show_text(first["msg"].removeprefix("Value error, "))
+        raise StackFileError(
+            f"{path}: {key}: {message} (given {show(first.get('input'))}): pass a report"
+            " written by python -m preflight --json, or the earlier stack file"
+        ) from None
+    except (OSError, ValueError, RecursionError) as err:
         raise StackFileError(f"{path}: not a preflight --json report ({err})") from None
+    config = doc.outputs.replacement_config if doc.outputs else None
+    raw = config.model_dump(by_alias=True, exclude_unset=True) if config else {}
+    resources = {
+        r.urn: Resource(
+            urn=r.urn,
+            type=r.type,
+            name=r.name,
+            custom=r.custom,
+            protect=bool(r.protect),
+            inputs=r.inputs or {},
+            property_dependencies=r.property_dependencies or {},
+            ignore_changes=list(r.ignore_changes or []),
+            delete_before_replace=r.delete_before_replace,
+        )
+        for r in doc.resources
+    }
+    return Snapshot(doc.stack, doc.mode, resources, raw)
 
 
 @dataclass(frozen=True)

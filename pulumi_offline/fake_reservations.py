@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from planning.resource_types import (
     GET_CLUSTER,
@@ -48,7 +48,9 @@ from planning.resource_types import (
 )
 from planning.versions import VERSIONS, parse_gke_version
 from pulumi_offline.gcp_types import result_type
+from pulumi_offline.json_files import read_bounded
 from pulumi_offline.sdk_results import complete
+from stack_config.errors import show, show_key, show_text
 
 __all__ = [
     "GET_CLUSTER",
@@ -80,6 +82,12 @@ TOKENS = (
     GET_ENGINE_VERSIONS,
 )
 """The reads a description answers."""
+
+
+_CHANNELS = ("RAPID", "REGULAR", "STABLE", "EXTENDED")
+MAX_BYTES = 1 << 20
+"""A description names a few reservations and clusters: kilobytes."""
+_FORMAT = "see the format in pulumi_offline/fake_reservations.py"
 
 
 class _Model(BaseModel):
@@ -154,6 +162,22 @@ class EngineVersions(_Model):
     channel_latest: dict[str, str] = Field(default_factory=dict, alias="channelLatest")
     """Each release channel's newest version."""
 
+    @field_validator("valid_master", "valid_node")
+    @classmethod
+    def _versions(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for version in value:
+            parse_gke_version(version)  # its ValueError names the value and the form
+        return value
+
+    @field_validator("channel_latest")
+    @classmethod
+    def _latest(cls, value: dict[str, str]) -> dict[str, str]:
+        for channel, version in value.items():
+            if channel not in _CHANNELS:
+                raise ValueError(f"{channel!r} is not a release channel ({', '.join(_CHANNELS)})")
+            parse_gke_version(version)
+        return value
+
 
 PINNED_VERSIONS = EngineVersions(
     valid_master=(VERSIONS.gke_channel_version.value,),
@@ -183,10 +207,20 @@ class NotFoundError(Exception):
 
 
 def load_fixtures(path: Path) -> CloudFixtures:
-    """Read a description file (FixtureError naming the file when it is not one)."""
+    """Read a description file (FixtureError naming the file, and the key when there is one,
+    in one line when it is not one). Strict: JSON's `true` is no count, `"2"` no number."""
     try:
-        return CloudFixtures.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError) as error:
+        text = read_bounded(path, MAX_BYTES)
+        json.loads(text)  # JSON's own message (line and column) before the model's
+        return CloudFixtures.model_validate_json(text, strict=True)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        key = show_key(".".join(str(part) for part in first["loc"])) or "(the whole file)"
+        message = show_text(first["msg"].removeprefix("Value error, "))
+        raise FixtureError(
+            f"{path}: {key}: {message} (given {show(first.get('input'))}); {_FORMAT}"
+        ) from None
+    except (OSError, ValueError, RecursionError) as error:
         raise FixtureError(f"{path}: not a reservation description: {error}") from None
 
 

@@ -229,7 +229,9 @@ def test_a_bad_description_is_a_usage_error(
     bad = tmp_path / "bad.json"
     bad.write_text('{"reservations": [{"name": "x"}]}')
     assert main(["--stack", "b200", "--quiet", "--reservations", str(bad)]) == 2
-    assert "not a reservation description" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{bad}: reservations.0.zone: Field required" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_the_cli_stops_with_exit_code_2_naming_the_key(

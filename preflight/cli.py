@@ -137,7 +137,7 @@ def preflight(
     if project.name == PROJECT:
         # The program validates its config first thing; doing the same here, before the
         # Pulumi SDKs are loaded, refuses an invalid stack in a fraction of a second.
-        load_stack_config(config.values, config.stack, config.secret_keys)
+        load_stack_config(config.values, config.stack, config.secret_keys, config.secret_paths)
     if policy_config is None and use_default_policy_config:
         policy_config = default_policy_config(project_dir, config.stack)
 
@@ -192,7 +192,7 @@ def cloud_fixtures(
 ) -> tuple[CloudFixtures, list[str]]:
     """What the program's reads of the cloud find: the description given, or a reservation
     assumed to hold the pool (with a note saying the reservation was not read)."""
-    cfg = load_stack_config(config.values, config.stack, config.secret_keys)
+    cfg = load_stack_config(config.values, config.stack, config.secret_keys, config.secret_paths)
     given = load_fixtures(reservations) if reservations is not None else None
     fixtures, notes = (given, []) if given is not None else _assumed_reservation(cfg)
     if fixtures.engine_versions is None:

@@ -49,6 +49,25 @@ def contains_secure(value: Any) -> bool:
     return False
 
 
+def secure_path(value: Any, path: str) -> str | None:
+    """Where the first secret inside `value` sits, as a `--path` key (`path.job.model`,
+    `path[0]`); None when there is none."""
+    if is_secure(value):
+        return path
+    items = (
+        ((f"{path}.{k}", v) for k, v in value.items())
+        if isinstance(value, dict)
+        else ((f"{path}[{i}]", v) for i, v in enumerate(value))
+        if isinstance(value, list)
+        else ()
+    )
+    for inner, item in items:
+        found = secure_path(item, inner)
+        if found is not None:
+            return found
+    return None
+
+
 def redacted(value: Any) -> Any:
     """The value with every secret replaced, for messages."""
     if is_secure(value):

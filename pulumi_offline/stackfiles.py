@@ -29,6 +29,7 @@ from pulumi_offline.config_values import (
     is_secure,
     plain,
     redacted,
+    secure_path,
 )
 from stack_config.errors import look_alike_of, show, show_key, strange_characters
 
@@ -61,6 +62,9 @@ class StackConfigValues:
     values: dict[str, str]
     secret_keys: list[str] = field(default_factory=list)
     disabled_default_providers: tuple[str, ...] = ()
+    secret_paths: dict[str, str] = field(default_factory=dict)
+    """Where the secret of each secret key sits, as a `--path` key (`nemo-rl-gke:ray.job.model`):
+    the engine tells the program the top-level key only, the file tells preflight the leaf."""
     environments: tuple[str, ...] = ()
     """Pulumi ESC environments the stack file imports (`environment:`): their values are not
     in `values`, which preflight says whenever it judges such a file."""
@@ -180,6 +184,7 @@ def read_stack(  # noqa: C901, PLR0915 - the CLI's checks of a stack file, in it
 
     values: dict[str, str] = {}
     secret_keys: list[str] = []
+    secret_paths: dict[str, str] = {}
     given: dict[str, tuple[Any, bool]] = {}
     written: dict[str, str] = {}
     for key, raw in stack_config.items():
@@ -254,6 +259,7 @@ def read_stack(  # noqa: C901, PLR0915 - the CLI's checks of a stack file, in it
         )
         if contains_secure(raw) or (isinstance(decl, dict) and decl.get("secret") is True):
             secret_keys.append(full)
+            secret_paths[full] = secure_path(raw, full) or full
 
     disabled = values.get("pulumi:disable-default-providers")
     disabled_list: tuple[str, ...] = ()
@@ -263,7 +269,14 @@ def read_stack(  # noqa: C901, PLR0915 - the CLI's checks of a stack file, in it
         except json.JSONDecodeError:
             parsed = [disabled]
         disabled_list = tuple(str(p) for p in parsed) if isinstance(parsed, list) else ()
-    return StackConfigValues(stack, values, sorted(secret_keys), disabled_list, environments)
+    return StackConfigValues(
+        stack,
+        values,
+        sorted(secret_keys),
+        disabled_list,
+        secret_paths=secret_paths,
+        environments=environments,
+    )
 
 
 def _cli_content(value: Any) -> Any:

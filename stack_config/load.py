@@ -33,7 +33,10 @@ from stack_config.stack import StackConfig
 
 
 def load_stack_config(
-    values: Mapping[str, Any], stack: str, secret_keys: Collection[str] = ()
+    values: Mapping[str, Any],
+    stack: str,
+    secret_keys: Collection[str] = (),
+    secret_paths: Mapping[str, str] | None = None,
 ) -> StackConfig:
     """Validate the stack's configuration; raise InvalidStackConfig on the first problem.
 
@@ -41,10 +44,11 @@ def load_stack_config(
     Before any value reaches the models: a key that does nothing is refused
     (`namespaces`), then a token or credential in plain text and a secret where the program
     would show it (`secrets`; unknown secrecy counts as plain text). So no message below can
-    quote a secret.
+    quote a secret. `secret_paths` name where inside a key its secret sits, where the stack
+    file is at hand (preflight); the engine names the top-level key only.
     """
     namespace_problems(values, stack)
-    secret_problems(values, secret_keys, stack)
+    secret_problems(values, secret_keys, stack, secret_paths or {})
     raw: dict[str, Any] = {key: values[key] for key in PROVIDER_KEYS if values.get(key) is not None}
     prefix = f"{PROJECT}:"
     for key, value in values.items():

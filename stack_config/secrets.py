@@ -36,8 +36,14 @@ def _must_be_secret() -> list[str]:
     return [f"{PROJECT}:{key}" for key in SECRET_KEYS] + list(PROVIDER_CREDENTIALS)
 
 
-def secret_problems(values: Mapping[str, Any], secret_keys: Collection[str], stack: str) -> None:
-    """Refuse a plaintext credential, then a secret the program would show in plain text."""
+def secret_problems(
+    values: Mapping[str, Any],
+    secret_keys: Collection[str],
+    stack: str,
+    secret_paths: Mapping[str, str],
+) -> None:
+    """Refuse a plaintext credential, then a secret the program would show in plain text,
+    named at its leaf where `secret_paths` knows it."""
     for full in _must_be_secret():
         if values.get(full) not in (None, "") and full not in secret_keys:
             revoke = (
@@ -58,12 +64,15 @@ def secret_problems(values: Mapping[str, Any], secret_keys: Collection[str], sta
         namespace, _, name = full.partition(":")
         read_in_plain = (namespace == PROJECT and name not in SECRET_KEYS) or full in PROVIDER_KEYS
         if read_in_plain:
+            at = secret_paths.get(full, full)
+            shown = at if at != full else f"{full}..."
             raise InvalidStackConfig(
-                full,
-                "holds a secret (secure:) value, but the program uses this setting in plain"
+                at,
+                ("holds" if at == full else "is")
+                + " a secret (secure:) value, but the program uses this setting in plain"
                 " text - resource names, labels, paths, the job's command - where the secret"
                 " would show in state, the cloud console and every preview",
-                f"set it without --secret (pulumi config set --path '{full}...' VALUE -s"
+                f"set it without --secret (pulumi config set --path '{shown}' VALUE -s"
                 f" {stack}) if it is not secret; the program reads secrets only from"
                 f" {', '.join(_must_be_secret())}",
             )

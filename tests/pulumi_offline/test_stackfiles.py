@@ -312,3 +312,13 @@ def _fields(model: Any, prefix: str = "") -> list[tuple[str, str, Any]]:
         if inner is not None:
             found += _fields(inner, f"{prefix}{alias}.")
     return found
+
+
+def test_a_secret_is_located_at_its_leaf_key() -> None:
+    from pulumi_offline.config_values import secure_path
+
+    secret = {"secure": "v1:x"}
+    assert secure_path({"job": {"model": secret}}, "p:ray") == "p:ray.job.model"
+    assert secure_path({"a": [1, {"b": secret}]}, "p:k") == "p:k.a[1].b"
+    assert secure_path(secret, "p:hfToken") == "p:hfToken"
+    assert secure_path({"secure": 5}, "p:k") is None  # not a secret to the CLI

@@ -9,6 +9,7 @@ with it. Such a change goes ahead only when the stack names the new shape it con
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from planning.versions import parse_gke_version
@@ -62,6 +63,23 @@ so a prefix would plan an upgrade on every update."""
 
 POOL_VERSION_KEYS = {"system": "cluster.systemPool.version", "gpu": "gpu.version"}
 """The keys that move each pool, in the order an upgrade moves them."""
+SYSTEM_POOL = "system"
+"""GKE name of the system pool (the GPU pool's is `gpu-<type>`)."""
+
+
+def pins_below_live(
+    pins: Mapping[str, str | None], live: Mapping[str, str]
+) -> list[tuple[str, str, str]]:
+    """(key, pinned, running) for each pool whose version key names a version below the one
+    the pool runs now (`live`, by pool: "system", "gpu"). pulumi-gcp reads a pool's version
+    back, so such a pin plans a downgrade that recreates every node of the pool: GKE moved it
+    past the pin (end of support, a security override, or an exclusion that let it)."""
+    found = []
+    for pool, key in POOL_VERSION_KEYS.items():
+        pinned, running = pins.get(key), live.get(pool)
+        if pinned and running and parse_gke_version(pinned) < parse_gke_version(running):
+            found.append((key, pinned, running))
+    return found
 
 
 @dataclass(frozen=True)

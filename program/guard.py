@@ -23,6 +23,7 @@ from planning.cluster import (
     POOL_VERSION_KEYS,
     SYSTEM_POOL_CONSENT,
     EngineVersions,
+    pins_below_live,
     system_pool_fix,
     system_pool_problem,
     system_pool_shape,
@@ -279,18 +280,37 @@ def previous_outputs(stack: str) -> dict[str, Any]:
     return dict(outputs) if isinstance(outputs, dict) else {}
 
 
+def check_pins(current: Mapping[str, Any], read_live: Callable[[], Mapping[str, str]]) -> None:
+    """Raise VersionRefused when a pool version key names a version below the one the pool
+    runs now (`read_live` is asked only when a key is set): the plan would downgrade it."""
+    pins = {key: current.get(key) for key in POOL_VERSION_KEYS.values()}
+    if not any(pins.values()):
+        return
+    for key, pinned, running in pins_below_live(pins, read_live()):
+        raise VersionRefused(
+            f"{PROJECT}:{key}",
+            f"{pinned} is below {running}, which the pool runs now: GKE moved it (end of"
+            " support, a security override or an exclusion that allowed it), and the plan"
+            " would downgrade it, recreating every node",
+            f"set {key} to {running} (docs/runbook.md, Upgrading GKE: after GKE upgraded a pool)",
+        )
+
+
 def stop_surprise_replacements(
     cfg: StackConfig,
     stack: str,
     pool_running: Callable[[], bool],
     read_versions: Callable[[], EngineVersions | None],
+    read_live_versions: Callable[[], Mapping[str, str]],
 ) -> dict[str, Any]:
     """Raise ReplacementRefused when a protected stack's change recreates a guarded resource
     (InvalidStackConfig when Lustre cannot take its new size, the zone changes under a
     running RDMA GPU pool, or a GKE version is not offered, protected or not); return the
     values to export for the next update to compare with. `pool_running` says whether the
-    stack's GPU pool exists now; `read_versions` what GKE offers in the region."""
+    stack's GPU pool exists now; `read_versions` what GKE offers in the region;
+    `read_live_versions` the version each existing pool runs."""
     current = replacement_values(cfg)
+    check_pins(current, read_live_versions)
     previous = previous_outputs(stack).get(REPLACEMENT_EXPORT)
     for note in check_versions(
         previous if isinstance(previous, dict) else None, current, read_versions

@@ -14,6 +14,7 @@ import re
 import pulumi_gcp as gcp
 
 from planning.catalog import GPU_CATALOG
+from planning.cluster import POOL_VERSION_KEYS, SYSTEM_POOL
 from planning.naming import PROJECT
 from planning.reservation import (
     Capacity,
@@ -134,11 +135,12 @@ def _current_pool(cfg: StackConfig) -> tuple[int, str]:
     return pool or (0, "")
 
 
-def read_gpu_pool(cfg: StackConfig, key: str, way_out: str) -> tuple[int, str] | None:
-    """The stack's GPU pool as GKE has it now: its nodes and the reservation-affinity value
-    they consume (empty when none); None when the cluster or the pool does not exist (or the
-    project has no GKE API, so no cluster). An unreadable cluster stops the plan naming `key`,
-    with `way_out` after the permission it needs."""
+def read_pools(
+    cfg: StackConfig, key: str, way_out: str
+) -> dict[str, gcp.container.outputs.GetClusterNodePoolResult] | None:
+    """The stack's cluster's node pools as GKE has them now, by name; None when the cluster
+    does not exist (or the project has no GKE API, so no cluster). An unreadable cluster stops
+    the plan naming `key`, with `way_out` after the permission it needs."""
     try:
         cluster = gcp.container.get_cluster(
             name=cfg.names.cluster, location=cfg.region, project=cfg.project
@@ -148,16 +150,34 @@ def read_gpu_pool(cfg: StackConfig, key: str, way_out: str) -> tuple[int, str] |
             return None
         raise InvalidStackConfig(
             key,
-            f"could not read cluster {cfg.names.cluster} to see the GPU pool it has now:"
+            f"could not read cluster {cfg.names.cluster} to see the pools it has now:"
             f" {first_line(error)}",
             f"give the identity container.clusters.get (roles/container.viewer), {way_out}",
         ) from None
-    pool_name = f"gpu-{cfg.gpu.profile.key}"
-    for pool in cluster.node_pools or []:
-        if pool.name == pool_name:
-            zones = max(1, len(pool.node_locations or []))
-            return int(pool.node_count or 0) * zones, _affinity_value(pool)
-    return None
+    return {str(pool.name): pool for pool in cluster.node_pools or []}
+
+
+def read_gpu_pool(cfg: StackConfig, key: str, way_out: str) -> tuple[int, str] | None:
+    """The stack's GPU pool as GKE has it now: its nodes and the reservation-affinity value
+    they consume (empty when none); None when the cluster or the pool does not exist."""
+    pool = (read_pools(cfg, key, way_out) or {}).get(f"gpu-{cfg.gpu.profile.key}")
+    if pool is None:
+        return None
+    zones = max(1, len(pool.node_locations or []))
+    return int(pool.node_count or 0) * zones, _affinity_value(pool)
+
+
+def live_pool_versions(cfg: StackConfig) -> dict[str, str]:
+    """The GKE version each of the stack's pools runs now ("system", "gpu"), for the pools
+    that exist; read only when a pool version key is set (program.guard)."""
+    key = f"{PROJECT}:{POOL_VERSION_KEYS['gpu']}"
+    pools = read_pools(cfg, key, "or unset the pool version keys") or {}
+    names = {"system": SYSTEM_POOL, "gpu": f"gpu-{cfg.gpu.profile.key}"}
+    return {
+        role: str(pools[name].version)
+        for role, name in names.items()
+        if name in pools and pools[name].version
+    }
 
 
 def gpu_pool_running(cfg: StackConfig) -> bool:

@@ -14,7 +14,8 @@ makes (`getReservation`, `getReservationBlock`, `getReservationSubBlock`, `getCl
                    "blocks": [{"name": "b1", "count": 2, "inUse": 0,
                                "subBlocks": [{"name": "s1", "count": 2, "inUse": 0}]}]}],
  "clusters": [{"name": "c", "location": "us-central1",
-               "pools": [{"name": "gpu-b200", "nodes": 2, "zones": ["us-central1-b"]}]}],
+               "pools": [{"name": "gpu-b200", "nodes": 2, "zones": ["us-central1-b"],
+                          "version": "1.35.8-gke.1036000 (optional)"}]}],
  "engineVersions": {"validMasterVersions": ["1.35.8-gke.1036000"],
                     "validNodeVersions": ["1.35.8-gke.1036000"],
                     "channelLatest": {"REGULAR": "1.35.8-gke.1036000"}}}
@@ -143,6 +144,15 @@ class PoolNodes(_Model):
     reservation: str | None = None
     """The specific reservation its nodes consume, as GKE holds the affinity value (`NAME`,
     `NAME/reservationBlocks/B` or `projects/P/reservations/NAME...`); none: no reservation."""
+    version: str | None = None
+    """The GKE version its nodes run (the API's `version`); none: not described."""
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_gke_version(value)
+        return value
 
 
 class Cluster(_Model):
@@ -354,6 +364,7 @@ def _cluster(
                             "name": p.name,
                             "nodeCount": p.nodes,
                             "nodeLocations": list(p.zones),
+                            **({"version": p.version} if p.version else {}),
                             "nodeConfigs": [{"reservationAffinities": [_affinity(p)]}],
                         }
                         for p in cluster.pools

@@ -247,13 +247,48 @@ class ClusterConfig(ConfigModel):
         return self
 
 
+_NODES_FROZEN = ("NO_MINOR_OR_NODE_UPGRADES", "NO_UPGRADES")
+"""Exclusion scopes that keep GKE from upgrading nodes (NO_MINOR_UPGRADES lets patches in)."""
+
+
+def _pin_fights_upgrades(
+    maintenance: MaintenanceConfig, system: str | None, gpu_version: str | None
+) -> Iterator[ConfigProblem]:
+    """A pool version where GKE may upgrade the nodes: auto-upgrade cannot be turned off in a
+    release channel, pulumi-gcp reads the version back (its docs: the two "will fight each
+    other"), so the refresh after GKE's upgrade plans a downgrade of every node."""
+    if maintenance.block_upgrades and maintenance.exclusion_scope in _NODES_FROZEN:
+        return
+    why = (
+        "cluster.maintenance.blockUpgrades is false"
+        if not maintenance.block_upgrades
+        else f"exclusionScope {maintenance.exclusion_scope} lets node patches through"
+    )
+    for path, version in (
+        (("cluster", "systemPool", "version"), system),
+        (("gpu", "version"), gpu_version),
+    ):
+        if version is not None:
+            yield ConfigProblem(
+                path,
+                f"{version} pins the pool while GKE upgrades its nodes ({why}): pulumi-gcp reads"
+                " the version back, so the refresh after GKE's upgrade plans a downgrade that"
+                " recreates every node",
+                "unset it and let GKE move the pool, or keep the nodes frozen"
+                " (cluster.maintenance.blockUpgrades: true, exclusionScope"
+                " NO_MINOR_OR_NODE_UPGRADES) and move them with this key",
+            )
+
+
 def pool_version_problems(
     cluster: ClusterConfig, gpu_version: str | None
 ) -> Iterator[ConfigProblem]:
     """Pools move after the control plane, the GPU pool last: neither may be on a newer minor
-    than `cluster.minVersion`, nor the GPU pool newer than the system pool it follows."""
+    than `cluster.minVersion`, nor the GPU pool newer than the system pool it follows. A pool
+    version is a pin only where the maintenance exclusion keeps GKE off the nodes."""
     control_plane = cluster.min_version
     system = cluster.system_pool.version
+    yield from _pin_fights_upgrades(cluster.maintenance, system, gpu_version)
     for path, version in (
         (("cluster", "systemPool", "version"), system),
         (("gpu", "version"), gpu_version),

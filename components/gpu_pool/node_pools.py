@@ -11,6 +11,7 @@ import pulumi_gcp as gcp
 
 from components.cluster import CLOUD_PLATFORM
 from planning.catalog import Capacity, GpuProfile
+from planning.cluster import SYSTEM_POOL
 from planning.kube import ACCELERATOR_LABEL, GPU_TAINT_KEY
 from planning.network import GPU_MAX_PODS_PER_NODE
 from planning.rdma import ACCELERATOR_NETWORK_PROFILE, DRA_DRIVER_LABEL
@@ -87,7 +88,7 @@ class SystemNodePool(pulumi.ComponentResource):
         super().__init__("nemo:gke:SystemNodePool", name, None, opts)
         pool = gcp.container.NodePool(
             f"{name}-pool",
-            name="system",
+            name=SYSTEM_POOL,
             cluster=args.cluster_id,
             location=args.region,
             node_locations=[args.zone],

@@ -9,6 +9,7 @@ the outputs (it would then let a protected stack's replacement through).
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 from planning.resource_types import READ_STACK_OUTPUTS
 from program import guard
 from program.guard import read_with_retries
+from stack_config import InvalidStackConfig
 
 CAUGHT_WRITING = Exception(
     "invoke of pulumi:pulumi:readStackOutputs failed: invocation of"
@@ -112,3 +114,59 @@ def test_gke_versions_are_read_only_when_one_changes_and_judged_then() -> None:
     # A stack deployed by an older program (no version values yet) is not a first deploy.
     older = {"zone": "us-central1-b"}
     assert guard.check_versions(older, dict(deployed), read) == []
+
+
+def test_a_pool_pin_below_what_the_pool_runs_is_refused_and_read_only_when_set() -> None:
+    calls: list[int] = []
+
+    def live() -> dict[str, str]:
+        calls.append(1)
+        return {"system": "1.35.9-gke.1100000", "gpu": "1.35.9-gke.1100000"}
+
+    unpinned = {"cluster.systemPool.version": None, "gpu.version": None}
+    guard.check_pins(unpinned, live)
+    assert calls == []  # no pin: the cluster is not read
+    guard.check_pins({**unpinned, "gpu.version": "1.35.9-gke.1100000"}, live)  # the same: fine
+    guard.check_pins({**unpinned, "gpu.version": "1.36.2-gke.1000"}, live)  # an upgrade: fine
+    with pytest.raises(guard.VersionRefused) as refused:
+        guard.check_pins({**unpinned, "gpu.version": "1.35.8-gke.1036000"}, live)
+    assert refused.value.key == "nemo-rl-gke:gpu.version"
+    assert "1.35.8-gke.1036000 is below 1.35.9-gke.1100000, which the pool runs now" in str(
+        refused.value
+    )
+    assert "set gpu.version to 1.35.9-gke.1100000" in refused.value.fix
+    guard.check_pins({**unpinned, "gpu.version": "1.35.8-gke.1036000"}, dict)  # no pool yet
+
+
+def test_preview_reads_the_pools_live_versions_from_the_cluster(tmp_path: Path) -> None:
+    """Through the program's getCluster read (the description answers as GKE does)."""
+    from tests.program.test_reservation import reservation, run_b200
+
+    cluster = {
+        "name": "nemo-rl-b200",
+        "location": "us-central1",
+        "pools": [
+            {
+                "name": "system",
+                "nodes": 1,
+                "zones": ["us-central1-b"],
+                "version": "1.35.9-gke.1100000",
+            },
+            {
+                "name": "gpu-b200",
+                "nodes": 2,
+                "zones": ["us-central1-b"],
+                "version": "1.35.9-gke.1100000",
+            },
+        ],
+    }
+    with pytest.raises(InvalidStackConfig) as refused:
+        run_b200(
+            tmp_path, [reservation()], gpu={"version": "1.35.8-gke.1036000"}, clusters=[cluster]
+        )
+    assert refused.value.key == "nemo-rl-gke:gpu.version"
+    assert "1.35.9-gke.1100000, which the pool runs now" in refused.value.problem
+    result = run_b200(
+        tmp_path, [reservation()], gpu={"version": "1.35.9-gke.1100000"}, clusters=[cluster]
+    )
+    assert result.mandatory == []

@@ -631,6 +631,35 @@ def test_a_pool_version_must_be_full_and_not_ahead_of_the_control_plane() -> Non
     assert cfg.gpu.version == cfg.cluster.system_pool.version == "1.36.2-gke.1000"
 
 
+@pytest.mark.parametrize(
+    ("maintenance", "why"),
+    [
+        ({"blockUpgrades": False}, "blockUpgrades is false"),
+        ({"exclusionScope": "NO_MINOR_UPGRADES"}, "NO_MINOR_UPGRADES lets node patches through"),
+    ],
+)
+@pytest.mark.parametrize("pool", ["gpu", "system"])
+def test_a_pool_version_is_refused_where_gke_upgrades_the_nodes(
+    maintenance: dict[str, Any], why: str, pool: str
+) -> None:
+    """pulumi-gcp reads a pool's version back, and auto-upgrade cannot be turned off in a
+    channel: a pin GKE may pass plans a downgrade of every node at the next refresh."""
+    version = {"version": "1.35.8-gke.1036000"}
+    err = error_for(
+        values(
+            cluster={
+                "maintenance": maintenance,
+                **({"systemPool": version} if pool == "system" else {}),
+            },
+            **({"gpu": {**BASE["nemo-rl-gke:gpu"], **version}} if pool == "gpu" else {}),
+        )
+    )
+    assert err.key == f"nemo-rl-gke:{'gpu' if pool == 'gpu' else 'cluster.systemPool'}.version"
+    assert why in err.problem
+    assert "plans a downgrade that recreates every node" in err.problem
+    assert "exclusionScope NO_MINOR_OR_NODE_UPGRADES" in err.fix
+
+
 def test_authorized_networks_that_cover_every_address_are_refused() -> None:
     halves = [{"name": "a", "cidr": "0.0.0.0/1"}, {"name": "b", "cidr": "128.0.0.0/1"}]
     err = error_for(values(network={"authorizedNetworks": halves}))

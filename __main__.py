@@ -17,7 +17,7 @@ from program.network import build_networks
 from program.queue import build_job_queue, build_kueue
 from program.ray import build_ray
 from program.rdma import build_rdma
-from program.reservation import check_reservation, gpu_pool_running, live_pool_versions
+from program.reservation import check_reservation, gpu_pool_running, live_versions
 from program.storage import build_cloud_storage, build_volumes
 from program.verify import build_verification
 from stack_config import load_stack_config
@@ -41,7 +41,7 @@ replacement_config = stop_surprise_replacements(
     stack,
     pool_running=lambda: gpu_pool_running(cfg),
     read_versions=lambda: read_engine_versions(cfg),
-    read_live_versions=lambda: live_pool_versions(cfg),
+    read_live_versions=lambda: live_versions(cfg),
 )
 
 apis = build_apis(cfg)  # every resource that calls an API waits for it to be on

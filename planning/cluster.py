@@ -9,7 +9,7 @@ with it. Such a change goes ahead only when the stack names the new shape it con
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from planning.versions import parse_gke_version
@@ -65,6 +65,92 @@ POOL_VERSION_KEYS = {"system": "cluster.systemPool.version", "gpu": "gpu.version
 """The keys that move each pool, in the order an upgrade moves them."""
 SYSTEM_POOL = "system"
 """GKE name of the system pool (the GPU pool's is `gpu-<type>`)."""
+
+
+MAX_NODE_SKEW = 2
+"""Minors a node pool may trail its control plane (GKE's version skew policy)."""
+
+
+def minors_between(older: str, newer: str) -> int:
+    """Minor versions from `older` up to `newer` (same major; negative when `newer` is older)."""
+    return minor_of(newer)[1] - minor_of(older)[1]
+
+
+def step_problems(
+    before: Mapping[str, str | None],
+    now: Mapping[str, str | None],
+    live: Callable[[], Mapping[str, str]],
+) -> list[tuple[str, str, str]]:
+    """(key, why, fix) for a control-plane move GKE or the provider does not make: lowering it
+    (pulumi-gcp upgrades only to a newer version, so the plan's update does nothing), more than
+    one minor in a step, or a move that leaves a pool more than MAX_NODE_SKEW minors behind
+    (a pool without a version key as it runs: `live`, asked only then)."""
+    old, new = before.get("cluster.minVersion"), str(now["cluster.minVersion"])
+    if not old or old == new:
+        return []
+    key = "cluster.minVersion"
+    if parse_gke_version(new) < parse_gke_version(old) and not matches(old, new):
+        return [
+            (
+                key,
+                f"{new} is below {old}, where the control plane was moved: pulumi-gcp never"
+                " lowers a control plane, so the update would change nothing",
+                f"set cluster.minVersion back to {old}",
+            )
+        ]
+    step = minors_between(old, new)
+    if step > 1:
+        major, minor = minor_of(old)
+        return [
+            (
+                key,
+                f"{old} to {new} is {step} minors in one step: GKE upgrades a control plane one"
+                " minor at a time",
+                f"set cluster.minVersion to {major}.{minor + 1}, pulumi up, then the next minor",
+            )
+        ]
+    if step < 1:
+        return []
+    running = None
+    problems = []
+    for pool, pool_key in POOL_VERSION_KEYS.items():
+        version = now.get(pool_key)
+        if version is None:
+            running = live() if running is None else running
+            version = running.get(pool)
+        if version and minors_between(version, new) > MAX_NODE_SKEW:
+            problems.append(
+                (
+                    key,
+                    f"{new} would leave the {pool} pool on {version},"
+                    f" {minors_between(version, new)} minors behind: GKE lets nodes trail the"
+                    f" control plane by at most {MAX_NODE_SKEW}",
+                    f"move {pool_key} to a {'.'.join(map(str, minor_of(old)))} version first"
+                    " (docs/runbook.md, Upgrading GKE)",
+                )
+            )
+    return problems
+
+
+def channel_problem(
+    channel: str, channel_latest: str | None, running: str
+) -> tuple[str, str] | None:
+    """(why, fix) when `channel`'s newest version is older than the control plane runs: GKE
+    does not move a cluster to a channel that cannot carry its version."""
+    if not channel_latest:
+        return None
+    # A prefix such as 1.35 says only the minor: compare full versions only where both are.
+    full = "-gke." in running and "-gke." in channel_latest
+    older = minor_of(channel_latest) < minor_of(running) or (
+        full and parse_gke_version(channel_latest) < parse_gke_version(running)
+    )
+    if not older:
+        return None
+    return (
+        f"the {channel} channel's newest version is {channel_latest}, older than {running},"
+        " which the control plane runs: GKE does not move the cluster there",
+        f"keep cluster.releaseChannel, or wait until {channel} offers {running}",
+    )
 
 
 def pins_below_live(

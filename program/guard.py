@@ -23,7 +23,9 @@ from planning.cluster import (
     POOL_VERSION_KEYS,
     SYSTEM_POOL_CONSENT,
     EngineVersions,
+    channel_problem,
     pins_below_live,
+    step_problems,
     system_pool_fix,
     system_pool_problem,
     system_pool_shape,
@@ -223,24 +225,35 @@ def check_versions(
     previous: dict[str, Any] | None,
     current: dict[str, Any],
     read: Callable[[], EngineVersions | None],
+    read_live: Callable[[], Mapping[str, str]] = dict,
 ) -> list[str]:
     """Raise VersionRefused (naming the key) when the stack newly asks for a GKE version GKE
-    does not offer in its location (`read` is asked only then); return what an upgrade leaves
-    to its next step, for the plan to say. A previous deployment without these values (an
-    older program) counts as changed only where the stack now names a pool version."""
+    does not offer in its location (`read` is asked only then), a control-plane step GKE or
+    the provider does not make, or a channel that cannot carry the running control plane
+    (`read_live`: what the cluster runs, asked only then); return what an upgrade leaves to its
+    next step, for the plan to say. A previous deployment without these values (an older
+    program) counts as changed only where the stack now names a pool version."""
     now = versions_of(current)
     before = versions_of(previous) if previous else None
     if previous and "cluster.minVersion" not in previous:
         # Deployed by a program that did not export versions: the cluster runs at this minimum.
         before = {**(before or {}), "cluster.minVersion": now["cluster.minVersion"]}
-    if before is not None and before == now:
+    channel = str(current.get("cluster.releaseChannel") or "")
+    moved_channel = (previous or {}).get("cluster.releaseChannel", channel) != channel
+    if before is not None and before == now and not moved_channel:
         return []
+    for key, problem, fix in step_problems(before or {}, now, read_live):
+        raise VersionRefused(f"{PROJECT}:{key}", problem, fix)
     offered = read()
     if offered is not None:
-        channel = str(current.get("cluster.releaseChannel") or "")
         for key, problem in version_problems(before, now, channel, offered):
             fix = version_fix(key, channel, offered, str(now["cluster.minVersion"]))
             raise VersionRefused(f"{PROJECT}:{key}", problem, fix)
+        if moved_channel:
+            running = read_live().get("control_plane") or str(now["cluster.minVersion"])
+            found = channel_problem(channel, offered.channel_latest.get(channel), running)
+            if found:
+                raise VersionRefused(f"{PROJECT}:cluster.releaseChannel", *found)
     return upgrade_notes(before, now) if before is not None else []
 
 
@@ -313,7 +326,10 @@ def stop_surprise_replacements(
     check_pins(current, read_live_versions)
     previous = previous_outputs(stack).get(REPLACEMENT_EXPORT)
     for note in check_versions(
-        previous if isinstance(previous, dict) else None, current, read_versions
+        previous if isinstance(previous, dict) else None,
+        current,
+        read_versions,
+        read_live_versions,
     ):
         pulumi.log.warn(note)
     if isinstance(previous, dict):

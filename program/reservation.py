@@ -135,12 +135,10 @@ def _current_pool(cfg: StackConfig) -> tuple[int, str]:
     return pool or (0, "")
 
 
-def read_pools(
-    cfg: StackConfig, key: str, way_out: str
-) -> dict[str, gcp.container.outputs.GetClusterNodePoolResult] | None:
-    """The stack's cluster's node pools as GKE has them now, by name; None when the cluster
-    does not exist (or the project has no GKE API, so no cluster). An unreadable cluster stops
-    the plan naming `key`, with `way_out` after the permission it needs."""
+def read_cluster(cfg: StackConfig, key: str, way_out: str) -> gcp.container.GetClusterResult | None:
+    """The stack's cluster as GKE has it now; None when it does not exist (or the project has
+    no GKE API, so no cluster). An unreadable cluster stops the plan naming `key`, with
+    `way_out` after the permission it needs."""
     try:
         cluster = gcp.container.get_cluster(
             name=cfg.names.cluster, location=cfg.region, project=cfg.project
@@ -154,30 +152,39 @@ def read_pools(
             f" {first_line(error)}",
             f"give the identity container.clusters.get (roles/container.viewer), {way_out}",
         ) from None
-    return {str(pool.name): pool for pool in cluster.node_pools or []}
+    return cluster
 
 
 def read_gpu_pool(cfg: StackConfig, key: str, way_out: str) -> tuple[int, str] | None:
     """The stack's GPU pool as GKE has it now: its nodes and the reservation-affinity value
     they consume (empty when none); None when the cluster or the pool does not exist."""
-    pool = (read_pools(cfg, key, way_out) or {}).get(f"gpu-{cfg.gpu.profile.key}")
+    cluster = read_cluster(cfg, key, way_out)
+    pools = {str(pool.name): pool for pool in (cluster.node_pools or [])} if cluster else {}
+    pool = pools.get(f"gpu-{cfg.gpu.profile.key}")
     if pool is None:
         return None
     zones = max(1, len(pool.node_locations or []))
     return int(pool.node_count or 0) * zones, _affinity_value(pool)
 
 
-def live_pool_versions(cfg: StackConfig) -> dict[str, str]:
-    """The GKE version each of the stack's pools runs now ("system", "gpu"), for the pools
-    that exist; read only when a pool version key is set (program.guard)."""
+def live_versions(cfg: StackConfig) -> dict[str, str]:
+    """The GKE version the control plane ("control_plane") and each of the stack's pools
+    ("system", "gpu") runs now, for what exists; read only when a version key or the channel
+    needs it (program.guard)."""
     key = f"{PROJECT}:{POOL_VERSION_KEYS['gpu']}"
-    pools = read_pools(cfg, key, "or unset the pool version keys") or {}
+    cluster = read_cluster(cfg, key, "or unset the pool version keys")
+    if cluster is None:
+        return {}
+    pools = {str(pool.name): pool for pool in cluster.node_pools or []}
     names = {"system": SYSTEM_POOL, "gpu": f"gpu-{cfg.gpu.profile.key}"}
-    return {
+    found = {
         role: str(pools[name].version)
         for role, name in names.items()
         if name in pools and pools[name].version
     }
+    if cluster.master_version:
+        found["control_plane"] = str(cluster.master_version)
+    return found
 
 
 def gpu_pool_running(cfg: StackConfig) -> bool:

@@ -162,6 +162,16 @@ class Cluster(_Model):
     location: str
     project: str | None = None
     pools: tuple[PoolNodes, ...] = ()
+    version: str | None = None
+    """The GKE version its control plane runs (the API's `currentMasterVersion`, pulumi-gcp's
+    `masterVersion`); none: not described."""
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_gke_version(value)
+        return value
 
 
 class EngineVersions(_Model):
@@ -359,6 +369,7 @@ def _cluster(
                     "name": name,
                     "location": location,
                     "project": project,
+                    **({"masterVersion": cluster.version} if cluster.version else {}),
                     "nodePools": [
                         {
                             "name": p.name,

@@ -9,7 +9,7 @@ from typing import Annotated, Literal, Self, cast
 
 from pydantic import AfterValidator, Field, model_validator
 
-from planning.cluster import FULL_VERSION_PATTERN, minor_of
+from planning.cluster import FULL_VERSION_PATTERN, MAX_NODE_SKEW, minor_of, minors_between
 from planning.versions import GKE_END_OF_SUPPORT, VERSIONS, gke_at_least
 from stack_config.base import ConfigModel, check_bounds
 from stack_config.errors import ConfigProblem
@@ -293,6 +293,15 @@ def pool_version_problems(
         (("cluster", "systemPool", "version"), system),
         (("gpu", "version"), gpu_version),
     ):
+        behind = minors_between(version, control_plane) if version is not None else 0
+        if behind > MAX_NODE_SKEW:
+            yield ConfigProblem(
+                path,
+                f"{version} is {behind} minors behind the control plane (cluster.minVersion"
+                f" {control_plane}); GKE lets nodes trail it by at most {MAX_NODE_SKEW}",
+                f"move {'.'.join(path)} to a {control_plane} version (docs/runbook.md, Upgrading"
+                " GKE)",
+            )
         if version is not None and minor_of(version) > minor_of(control_plane):
             yield ConfigProblem(
                 path,
@@ -310,11 +319,18 @@ def pool_version_problems(
 
 
 def gke_version_problems(
-    cluster: ClusterConfig, minimums: dict[str, str]
+    cluster: ClusterConfig, minimums: dict[str, str], gpu_version: str | None = None
 ) -> Iterator[ConfigProblem]:
-    """cluster.minVersion must satisfy every GKE minimum the stack depends on (`minimums`:
-    reason -> version). Paths are relative to the stack."""
+    """cluster.minVersion, and the GPU pool's version where it is pinned (its nodes run the
+    GPUs, the NICs and the mounts), must satisfy every GKE minimum the stack depends on
+    (`minimums`: reason -> version). Paths are relative to the stack."""
     for reason, minimum in minimums.items():
+        if gpu_version is not None and not gke_at_least(gpu_version, minimum):
+            yield ConfigProblem(
+                ("gpu", "version"),
+                f"{gpu_version} is older than {minimum}, the minimum for {reason}",
+                f"set gpu.version to a {minimum} or newer node version, or unset it",
+            )
         if not gke_at_least(cluster.min_version, minimum):
             yield ConfigProblem(
                 ("cluster", "minVersion"),

@@ -208,7 +208,9 @@ class StackConfig(ConfigModel):
                 f" {zone_region}",
             )
         yield from rdma_path_problems(self.network, self.gpu)
-        yield from gke_version_problems(self.cluster, self.required_gke_minimums())
+        yield from gke_version_problems(
+            self.cluster, self.required_gke_minimums(), self.gpu.version
+        )
         yield from pool_version_problems(self.cluster, self.gpu.version)
         yield from shared_storage_problems(self.lustre, self.bucket)
         if self.bucket.enabled:

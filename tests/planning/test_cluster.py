@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from planning.cluster import (
     EngineVersions,
+    channel_problem,
     control_plane_problem,
     gpu_pool_timeout_minutes,
     matches,
     pool_version_problem,
+    step_problems,
     upgrade_notes,
     version_fix,
     version_problems,
@@ -91,3 +95,71 @@ def test_the_gpu_pool_waits_as_long_as_its_nodes_take_one_at_a_time() -> None:
     assert gpu_pool_timeout_minutes(3) == 60
     assert gpu_pool_timeout_minutes(4) == 80
     assert gpu_pool_timeout_minutes(18) == 360
+
+
+def _steps(
+    old: str,
+    new: str,
+    pins: Mapping[str, str | None] | None = None,
+    live: dict[str, str] | None = None,
+) -> list[tuple[str, str, str]]:
+    asked: list[int] = []
+
+    def read() -> dict[str, str]:
+        asked.append(1)
+        return live or {}
+
+    now: dict[str, str | None] = {"cluster.minVersion": new, **(pins or {})}
+    found = step_problems({"cluster.minVersion": old}, now, read)
+    if live is None:
+        assert asked == []  # the cluster is read only for pools without a version key
+    return found
+
+
+def test_the_control_plane_moves_up_one_minor_at_a_time_and_never_down() -> None:
+    assert _steps("1.35", "1.35") == []
+    assert (
+        _steps(
+            "1.35",
+            "1.36",
+            {"gpu.version": "1.35.8-gke.1", "cluster.systemPool.version": "1.35.8-gke.1"},
+        )
+        == []
+    )
+    assert _steps("1.35.8-gke.1036000", "1.35") == []  # a prefix over the same version: no move
+    [(key, why, fix)] = _steps("1.36", "1.35")
+    assert key == "cluster.minVersion"
+    assert "pulumi-gcp never lowers a control plane" in why
+    assert fix == "set cluster.minVersion back to 1.36"
+    [(key, why, fix)] = _steps("1.35.9-gke.2", "1.35.8-gke.1")
+    assert "below 1.35.9-gke.2" in why
+    [(key, why, fix)] = _steps("1.34", "1.36")
+    assert "2 minors in one step" in why
+    assert fix.startswith("set cluster.minVersion to 1.35, pulumi up")
+
+
+def test_a_control_plane_move_may_not_leave_a_pool_more_than_two_minors_behind() -> None:
+    pins = {"gpu.version": "1.33.5-gke.1", "cluster.systemPool.version": "1.35.2-gke.1"}
+    [(key, why, fix)] = _steps("1.35", "1.36", pins)
+    assert key == "cluster.minVersion"
+    assert "the gpu pool on 1.33.5-gke.1, 3 minors behind" in why
+    assert fix.startswith("move gpu.version to a 1.35 version first")
+    # A pool without a key is judged as it runs.
+    found = _steps(
+        "1.35", "1.36", {"cluster.systemPool.version": "1.35.2-gke.1"}, {"gpu": "1.33.1-gke.1"}
+    )
+    assert [k for k, _, _ in found] == ["cluster.minVersion"]
+    assert (
+        _steps(
+            "1.35", "1.36", {"cluster.systemPool.version": "1.35.2-gke.1"}, {"gpu": "1.34.1-gke.1"}
+        )
+        == []
+    )
+
+
+def test_a_channel_that_cannot_carry_the_running_control_plane_is_refused() -> None:
+    assert channel_problem("STABLE", "1.34.9-gke.1", "1.35.8-gke.1036000") is not None
+    assert channel_problem("STABLE", "1.35.7-gke.1", "1.35.8-gke.1036000") is not None
+    assert channel_problem("STABLE", "1.35.9-gke.1", "1.35.8-gke.1036000") is None
+    assert channel_problem("STABLE", "1.35.7-gke.1", "1.35") is None  # a prefix names the minor
+    assert channel_problem("STABLE", None, "1.35") is None

@@ -493,12 +493,15 @@ def test_an_upgrade_moves_the_control_plane_then_each_pool_and_refuses_an_unoffe
     assert "recreates every GPU node" in out
 
     too_new = b200_with(tmp_path, **{"cluster.minVersion": "1.37"})
-    code, _, err = previewed(too_new, before)
+    code, _, err = previewed(too_new, step1)
     assert code == 2
     assert (
         "preflight: invalid stack config: nemo-rl-gke:cluster.minVersion: 1.37 is not offered"
         in err
     )
+    code, _, err = previewed(too_new, before)  # 1.35 to 1.37: two minors in one step
+    assert code == 2
+    assert "nemo-rl-gke:cluster.minVersion: 1.35 to 1.37 is 2 minors in one step" in err
     unoffered = b200_with(
         tmp_path,
         **{"cluster.minVersion": "1.36", "cluster.systemPool.version": "1.36.1-gke.5"},

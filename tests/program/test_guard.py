@@ -170,3 +170,29 @@ def test_preview_reads_the_pools_live_versions_from_the_cluster(tmp_path: Path) 
         tmp_path, [reservation()], gpu={"version": "1.35.9-gke.1100000"}, clusters=[cluster]
     )
     assert result.mandatory == []
+
+
+def test_a_channel_switch_is_judged_against_what_the_control_plane_runs() -> None:
+    from planning.cluster import EngineVersions
+
+    offered = EngineVersions(
+        ["1.35.8-gke.1036000", "1.34.9-gke.1"],
+        ["1.35.8-gke.1036000", "1.34.9-gke.1"],
+        {"REGULAR": "1.35.8-gke.1036000", "STABLE": "1.34.9-gke.1"},
+    )
+    deployed = {
+        "cluster.releaseChannel": "REGULAR",
+        "cluster.minVersion": "1.34",
+        "cluster.systemPool.version": None,
+        "gpu.version": None,
+    }
+    live = {"control_plane": "1.35.8-gke.1036000"}
+    moved = {**deployed, "cluster.releaseChannel": "STABLE"}
+    with pytest.raises(guard.VersionRefused) as refused:
+        guard.check_versions(deployed, moved, lambda: offered, lambda: live)
+    assert refused.value.key == "nemo-rl-gke:cluster.releaseChannel"
+    assert "older than 1.35.8-gke.1036000, which the control plane runs" in refused.value.problem
+    # The same switch where the cluster still runs 1.34: GKE can move it.
+    guard.check_versions(
+        deployed, moved, lambda: offered, lambda: {"control_plane": "1.34.9-gke.1"}
+    )

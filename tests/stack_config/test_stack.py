@@ -660,6 +660,18 @@ def test_a_pool_version_is_refused_where_gke_upgrades_the_nodes(
     assert "exclusionScope NO_MINOR_OR_NODE_UPGRADES" in err.fix
 
 
+def test_a_pool_version_may_trail_the_control_plane_two_minors_and_not_below_its_floor() -> None:
+    gpu = BASE["nemo-rl-gke:gpu"]
+    err = error_for(
+        values(cluster={"minVersion": "1.36"}, gpu={**gpu, "version": "1.33.5-gke.100"})
+    )
+    assert err.key == "nemo-rl-gke:gpu.version"
+    assert "3 minors behind the control plane (cluster.minVersion 1.36)" in err.problem
+    err = error_for(values(gpu={**gpu, "version": "1.31.1-gke.100"}))
+    assert err.key == "nemo-rl-gke:gpu.version"
+    assert "the minimum for" in err.problem
+
+
 def test_authorized_networks_that_cover_every_address_are_refused() -> None:
     halves = [{"name": "a", "cidr": "0.0.0.0/1"}, {"name": "b", "cidr": "128.0.0.0/1"}]
     err = error_for(values(network={"authorizedNetworks": halves}))

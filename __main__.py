@@ -11,7 +11,7 @@ from planning.ray import curves_command, submit_command
 from planning.ray_logs import logs_command
 from program.apis import build_apis
 from program.cluster import build_gke, read_engine_versions
-from program.guard import REPLACEMENT_EXPORT, stop_surprise_replacements
+from program.guard import MULTI_NETWORKING, REPLACEMENT_EXPORT, stop_surprise_replacements
 from program.health import build_health_checks
 from program.network import build_networks
 from program.queue import build_job_queue, build_kueue
@@ -46,7 +46,10 @@ replacement_config = stop_surprise_replacements(
 
 apis = build_apis(cfg)  # every resource that calls an API waits for it to be on
 nets = build_networks(cfg, apis)
-gke = build_gke(cfg, nets, labels, apis)
+# Multi-networking stays as the cluster had it (a switch to DRANET keeps it on, per pool).
+gke = build_gke(
+    cfg, nets, labels, apis, multi_networking=bool(replacement_config[MULTI_NETWORKING])
+)
 storage = build_cloud_storage(cfg, nets, gke, labels, apis)  # Lustre beside the cluster
 # The claim keeps the size Lustre was created at while the instance grows (program.guard).
 volumes = build_volumes(

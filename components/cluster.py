@@ -86,8 +86,9 @@ class GkeClusterArgs:
     lustre_csi: bool
     """Enable the Managed Lustre CSI driver add-on."""
     multi_networking: bool = True
-    """GKE's multi-network API for the GPU nodes' extra NICs; off with DRANET, which manages
-    the same NICs (Google's docs: the two are mutually exclusive)."""
+    """GKE's multi-network API for the GPU nodes' extra NICs. A node pool uses either it or
+    DRANET (exclusive per pool, as Cluster Toolkit enforces it); off only on a cluster created
+    for DRANET, kept on by one that switched (program.guard.MULTI_NETWORKING)."""
     lustre_single_nic: bool = False
     """Turn the Lustre CSI driver's multi-NIC mode off: from GKE 1.35.2-gke.1842000 it uses all
     of a node's standard NICs and requires them to be in one VPC (Managed Lustre docs, "Same

@@ -78,9 +78,12 @@ def build_gke(
     nets: Networks,
     labels: Mapping[str, str],
     apis: Sequence[pulumi.Resource] = (),
+    multi_networking: bool | None = None,
 ) -> Gke:
     """Cluster, system pool, GPU pool and, for RDMA GPUs, the in-cluster network objects. The
-    cluster (and so every pool and Kubernetes object) waits for `apis`."""
+    cluster (and so every pool and Kubernetes object) waits for `apis`. `multi_networking` is
+    what the cluster keeps (program.guard: on once a stack had the multi-network path); None:
+    on except for DRANET."""
     gpu = cfg.gpu.profile
     maintenance = cfg.cluster.maintenance
     cluster = GkeCluster(
@@ -111,7 +114,7 @@ def build_gke(
                 exclusion_end=maintenance.exclusion_end,
             ),
             lustre_csi=cfg.lustre.enabled,
-            multi_networking=not cfg.dranet,
+            multi_networking=not cfg.dranet if multi_networking is None else multi_networking,
             # GPU nodes with a second gVNIC NIC have a standard NIC outside the cluster VPC
             # (with DRANET too: where GKE puts it is not documented, so Lustre keeps eth0).
             lustre_single_nic=bool(extra_gvnic_networks(gpu)),

@@ -51,7 +51,14 @@ class ReplacementRefused(pulumi.RunError):
     """
 
 
+MULTI_NETWORKING = "cluster.multiNetworking"
+"""Whether the cluster has multi-networking on. GKE's exclusivity with DRANET is per node pool
+(Cluster Toolkit refuses additional networks on a DRANET pool, and keeps them on the cluster):
+a stack born on the multi-network path keeps it on after a switch to DRANET, while its old pool
+and Network objects still exist in the same update; only a cluster created on DRANET has it
+off."""
 RULE_KEYS = (
+    MULTI_NETWORKING,
     "lustre.capacityGib",
     "lustre.createdCapacityGib",
     "gpu.rdmaNetworks",
@@ -118,6 +125,7 @@ def replacement_values(cfg: StackConfig) -> dict[str, Any]:
             }
         ),
         "network.rdma": network.rdma,
+        MULTI_NETWORKING: not cfg.dranet,
         "network.psaCidr": str(network.psa_cidr),
         "lustre.throughput": lustre.throughput if lustre.enabled else 0,
         "lustre.filesystem": lustre.filesystem if lustre.enabled else "",
@@ -207,7 +215,14 @@ def check_day_two(
     over. The program and preflight --previous both judge a change here."""
     check_zone_move(previous, current, pool_running)
     check_system_pool(previous, current)
-    return check_lustre_growth(previous, current)
+    return keep_multi_networking(previous, check_lustre_growth(previous, current))
+
+
+def keep_multi_networking(previous: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """`current` with multi-networking kept on where the last deployment had it (an older
+    program's export says so through network.rdma)."""
+    before = previous.get(MULTI_NETWORKING, previous.get("network.rdma", "dranet") != "dranet")
+    return {**current, MULTI_NETWORKING: bool(before) or bool(current[MULTI_NETWORKING])}
 
 
 def versions_of(values: Mapping[str, Any]) -> dict[str, str | None]:

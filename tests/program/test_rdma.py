@@ -174,3 +174,39 @@ def test_h200_takes_the_same_path(tmp_path: Path) -> None:
     )
     assert _template(result)["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 8
     assert result.violations == []
+
+
+def test_a_switch_to_dranet_keeps_the_cluster_s_multi_networking_on(
+    b200: Result, tmp_path: Path
+) -> None:
+    """GKE's exclusivity is per node pool: the cluster keeps multi-networking while the old
+    pool and its Network objects still exist in the same update (only a cluster created on
+    DRANET has it off, test_pool_asks_gke_to_manage_its_rdma_networks)."""
+    from preflight.cli import preflight
+    from program.guard import MULTI_NETWORKING, REPLACEMENT_EXPORT
+    from tests.harness import REPO, write_stack
+
+    deployed = b200.run.exports[REPLACEMENT_EXPORT].value
+    assert deployed[MULTI_NETWORKING] is True
+    base = dict(stack_data("b200")["config"].get("nemo-rl-gke:network", {}))
+    # Unprotected: the switch replaces the GPU pool, which a protected stack refuses.
+    config = variant(
+        "b200", {"nemo-rl-gke:network": {**base, "rdma": "dranet"}, "nemo-rl-gke:protect": False}
+    )
+    switched = preflight(
+        write_stack(tmp_path, "b200", config),
+        project_dir=REPO,
+        known=True,
+        previous_outputs={REPLACEMENT_EXPORT: deployed},
+    )
+    assert by_name(switched)["gke-cluster"].inputs["enableMultiNetworking"] is True
+    assert switched.run.exports[REPLACEMENT_EXPORT].value[MULTI_NETWORKING] is True
+    # An older program's export (no key): its network.rdma says how the cluster was made.
+    older = {k: v for k, v in deployed.items() if k != MULTI_NETWORKING}
+    again = preflight(
+        write_stack(tmp_path, "b200", config),
+        project_dir=REPO,
+        known=True,
+        previous_outputs={REPLACEMENT_EXPORT: older},
+    )
+    assert by_name(again)["gke-cluster"].inputs["enableMultiNetworking"] is True

@@ -147,6 +147,16 @@ def base_labels(stack: str, extra: dict[str, str] | None = None) -> dict[str, st
     return labels
 
 
+PROTECTION_LIFT_LABEL = "nemo-rl-gke-protection-lift"
+"""Label on the stateful resources (cluster, Lustre, bucket) of a stack whose protection was
+lifted on purpose (`protectionLift`): the policy pack takes it as that step."""
+
+
+def stateful_labels(labels: dict[str, str], lift: str | None) -> dict[str, str]:
+    """`labels` for the stateful resources: with the protection-lift label while one is on."""
+    return {**labels, PROTECTION_LIFT_LABEL: lift} if lift else dict(labels)
+
+
 def role_slug(role: str) -> str:
     """`roles/logging.logWriter` -> `logging-logwriter`, for logical names of IAM bindings."""
     return role.split("/", 1)[1].replace(".", "-").lower()

@@ -289,9 +289,9 @@ def changes(previous: Mapping[str, Any], current: Mapping[str, Any]) -> Iterator
 ON_PURPOSE = (
     "to do it on purpose, lift protection in an update of its own, make the change, then"
     " protect again (docs/runbook.md, Day-2 changes): pulumi config set nemo-rl-gke:protect"
-    " false &&"
-    " pulumi up; then change the key and pulumi up; then pulumi config set nemo-rl-gke:protect"
-    " true && pulumi up"
+    " false && pulumi config set nemo-rl-gke:protectionLift WHY && pulumi up; then change the"
+    " key and pulumi up; then pulumi config set nemo-rl-gke:protect true && pulumi config rm"
+    " nemo-rl-gke:protectionLift && pulumi up"
 )
 
 

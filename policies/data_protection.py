@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from pulumi_policy import ResourceValidationArgs
 
+from planning.naming import PROTECTION_LIFT_LABEL
 from planning.resource_types import BUCKET, CLUSTER, LUSTRE, PERSISTENT_VOLUME
 from policies.base import Config, resource_policy
 from policies.props import get_bool, get_map, get_str
@@ -25,6 +26,10 @@ def _protected(args: ResourceValidationArgs, config: Config) -> Iterator[str]:
         return
     if args.resource_type == LUSTRE and get_str(props, "deletionPolicy") == "PREVENT":
         return
+    labels = get_map(props, "resourceLabels" if args.resource_type == CLUSTER else "labels")
+    if get_str(labels, PROTECTION_LIFT_LABEL):
+        # The documented lift (protect false with protectionLift): the step it is, on purpose.
+        return
     yield "can be deleted by `pulumi destroy`; protect it (nemo-rl-gke:protect: true)"
 
 
@@ -34,8 +39,8 @@ protect_stateful_resources = resource_policy(
     types=[CLUSTER, LUSTRE, BUCKET],
     check=_protected,
     remediation=(
-        "Set nemo-rl-gke:protect to true (protect + deletion protection); to delete on purpose,"
-        " set it false, run `pulumi up`, then `pulumi destroy`."
+        "Set nemo-rl-gke:protect to true (protect + deletion protection); to change or delete"
+        " on purpose, set it false with nemo-rl-gke:protectionLift naming why (docs/runbook.md)."
     ),
     properties={
         "required": {

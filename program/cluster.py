@@ -23,7 +23,7 @@ from components import (
 )
 from planning.catalog import extra_gvnic_networks
 from planning.cluster import EngineVersions, gpu_pool_timeout_minutes
-from planning.naming import PROJECT
+from planning.naming import PROJECT, stateful_labels
 from planning.reservation import qualifying_project
 from planning.versions import VERSIONS
 from program.network import Networks
@@ -121,7 +121,7 @@ def build_gke(
             legacy_lustre_port=cfg.legacy_lustre_port,
             gke_ray_addon=cfg.ray.operator == "gke-addon",
             protect=cfg.protect,
-            labels=labels,
+            labels=stateful_labels(dict(labels), cfg.protection_lift),
             apis=apis,
         ),
     )

@@ -21,6 +21,7 @@ from components import (
     WorkloadIdentityArgs,
 )
 from components.ray.identity import workload_principal
+from planning.naming import stateful_labels
 from planning.storage import CREATE_TIMEOUT_MINUTES
 from program.cluster import Gke
 from program.network import Networks
@@ -85,7 +86,7 @@ def build_cloud_storage(
                 psa_range=cfg.network.psa_cidr,
                 protect=cfg.protect,
                 create_timeout_minutes=CREATE_TIMEOUT_MINUTES,
-                labels=labels,
+                labels=stateful_labels(dict(labels), cfg.protection_lift),
             ),
         )
     project_number = gcp.organizations.get_project_output(project_id=cfg.project).number
@@ -107,7 +108,7 @@ def build_cloud_storage(
                 protect=cfg.protect,
                 reader_writers=[principal],
                 principals_exist_after=[gke.cluster],
-                labels=labels,
+                labels=stateful_labels(dict(labels), cfg.protection_lift),
                 apis=apis,
             ),
         )

@@ -75,6 +75,14 @@ class StackConfig(ConfigModel):
         True,
         description="Protect stateful resources (cluster, Lustre, buckets) from deletion.",
     )
+    protection_lift: str | None = Field(
+        None,
+        pattern=r"^([a-z][a-z0-9_-]{0,62})?$",
+        description="Why protection is lifted, with protect false, for one deliberate change on a"
+        " stack the policy pack keeps protected (e.g. lustre-throughput): labels the cluster,"
+        " Lustre and the bucket so the pack takes the lift as that step. Unset it when protect"
+        " is true again.",
+    )
     labels: dict[str, str] = Field(
         default_factory=dict, description="Extra labels put on every labelable resource."
     )
@@ -206,6 +214,12 @@ class StackConfig(ConfigModel):
                 f"zone {self.zone} is not in region {self.region}",
                 f"pick a zone of {self.region} (e.g. {self.region}-b) or change gcp:region to"
                 f" {zone_region}",
+            )
+        if self.protection_lift and self.protect:
+            yield ConfigProblem(
+                ("protectionLift",),
+                f"{self.protection_lift!r} does nothing while protect is true",
+                "set protect false with it to lift protection (docs/runbook.md), or unset it",
             )
         yield from rdma_path_problems(self.network, self.gpu)
         yield from gke_version_problems(

@@ -649,7 +649,10 @@ def test_a_protected_stack_refuses_a_change_that_recreates_the_gpu_pool(
         "replacement refused: nemo-rl-gke:gpu.reservation: changing it from"
         " my-b200-reservation-placeholder to another-reservation recreates the GPU node pool"
     )
-    assert "pulumi config set nemo-rl-gke:protect false && pulumi up" in message
+    assert (
+        "pulumi config set nemo-rl-gke:protect false && pulumi config set"
+        " nemo-rl-gke:protectionLift WHY && pulumi up" in message
+    )
     assert "Traceback" not in preview.text()
     assert [s for s in preview.steps if s.op not in ("same",) and "Stack" not in s.type] == []
     up = workspace.events("up", "-s", "b200", "--yes", "--skip-preview")

@@ -230,7 +230,10 @@ def test_the_program_refuses_a_protected_change_before_registering_anything(
         "replacement refused: nemo-rl-gke:gpu.reservation: changing it from"
         " my-b200-reservation-placeholder to another-reservation recreates the GPU node pool"
     )
-    assert "pulumi config set nemo-rl-gke:protect false && pulumi up" in message
+    assert (
+        "pulumi config set nemo-rl-gke:protect false && pulumi config set"
+        " nemo-rl-gke:protectionLift WHY && pulumi up" in message
+    )
     # The same change in an unprotected stack goes through; an unchanged stack too.
     open_stack = b200_with(tmp_path, protect=False, **{"gpu.reservation": "another-reservation"})
     preflight(open_stack, project_dir=REPO, previous_outputs={REPLACEMENT_EXPORT: exported})
@@ -526,3 +529,26 @@ def test_a_running_cluster_on_a_minor_gke_dropped_still_updates(tmp_path: Path) 
     code, _, err = run_cli("--stack-file", str(before), "--reservations", str(cloud), "--quiet")
     assert code == 2
     assert "nemo-rl-gke:cluster.minVersion: 1.35 is not offered by GKE here any more" in err
+
+
+def test_the_runbook_s_protection_lift_passes_the_pack_step_by_step(tmp_path: Path) -> None:
+    """docs/runbook.md's deliberate change on b200, each step against the one before, with
+    b200's own policy config (which requires protection): lift, change, protect again."""
+    steps = tmp_path / "steps"
+    folders = [steps / str(i) for i in range(4)]
+    for folder in folders:
+        folder.mkdir(parents=True)
+    before = b200_with(folders[0])
+    lifted = b200_with(folders[1], protect=False, protectionLift="lustre-throughput")
+    changed = b200_with(
+        folders[2], protect=False, protectionLift="lustre-throughput", **{"lustre.throughput": 1000}
+    )
+    again = b200_with(folders[3], **{"lustre.throughput": 1000})
+    for stack, previous in ((lifted, before), (changed, lifted), (again, changed)):
+        code, out, err = run_cli("--stack-file", str(stack), "--previous", str(previous), "--quiet")
+        assert code == 0, out + err
+    # Without the lift, the same first step fails the pack: protection is required on b200.
+    bare = b200_with(folders[1], protect=False)
+    code, out, err = run_cli("--stack-file", str(bare), "--previous", str(before))
+    assert code == 1, out + err
+    assert "protect-stateful-resources" in out

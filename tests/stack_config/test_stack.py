@@ -747,3 +747,11 @@ def test_a_ray_head_larger_than_a_system_node_is_refused(
         values(ray={"head": head}, cluster={"systemPool": {"machineType": "n2-highmem-32"}}),
         "b200",
     )
+
+
+def test_a_protection_lift_needs_protect_false() -> None:
+    err = error_for(values(protectionLift="lustre-throughput"))
+    assert err.key == "nemo-rl-gke:protectionLift"
+    assert "does nothing while protect is true" in err.problem
+    err = error_for(values(protect=False, protectionLift="Lustre Throughput"))
+    assert err.key == "nemo-rl-gke:protectionLift"

@@ -164,8 +164,6 @@ def hostile_stack_files() -> dict[str, bytes]:
         ),
         "threshold-above-the-published-figure": b200
         + b"  nemo-rl-gke:verify: {nccl: {minBusBandwidthGBPerSecond: 400}}\n",
-        "parked-pool-with-the-smoke": b200.replace(b"    nodes: 2\n", b"    nodes: 0\n")
-        + b"  nemo-rl-gke:verify: {grpoSmoke: {enabled: true}}\n",
     }
 
 

@@ -136,6 +136,11 @@ def verify_enabled(verify: VerifyConfig, gpu: GpuConfig) -> bool:
     return gpu.profile.rdma_nics > 0
 
 
+def _parked(gpu: GpuConfig) -> bool:
+    """A fixed pool of 0 nodes: parked (or not bought yet)."""
+    return gpu.autoscaling is None and gpu.max_nodes == 0
+
+
 def gate_settings(verify: VerifyConfig, gpu: GpuConfig) -> GateSettings:
     """The verify settings as planning.verify takes them (gates off when verify is off)."""
     v, on = verify, verify_enabled(verify, gpu)
@@ -163,7 +168,9 @@ def gate_settings(verify: VerifyConfig, gpu: GpuConfig) -> GateSettings:
         storage_min_fraction=v.storage.min_fraction,
         bucket_min_mbps=v.storage.bucket_min_mb_per_second,
         timeouts=timeouts,
-        grpo_smoke=on and v.grpo_smoke.enabled,
+        # A parked pool (gpu.nodes 0) keeps the smoke's settings for when it has nodes again:
+        # parking stays a one-key change, and nothing is planned meanwhile.
+        grpo_smoke=on and v.grpo_smoke.enabled and not _parked(gpu),
         smoke_steps=v.grpo_smoke.steps,
         job_nccl=on and v.job_nccl.enabled,
     )
@@ -180,12 +187,6 @@ def smoke_problems(verify: VerifyConfig, gpu: GpuConfig) -> Iterator[ConfigProbl
             "the smoke runs on the stack's RayCluster, whose workers start at 0 with"
             " gpu.autoscaling.min 0, and NeMo RL never asks the autoscaler for GPUs",
             "set gpu.autoscaling.min to 1 or more, or turn verify.grpoSmoke off",
-        )
-    elif autoscaling is None and gpu.max_nodes == 0:
-        yield ConfigProblem(
-            ("verify", "grpoSmoke", "enabled"),
-            "the smoke runs on a GPU worker of the RayCluster, and gpu.nodes is 0",
-            "set gpu.nodes to 1 or more, or turn verify.grpoSmoke off",
         )
 
 
@@ -293,6 +294,16 @@ _GATES = (
 _RDMA_GATES = frozenset({"rdma", "nccl", "job_nccl"})
 
 
+def _nodes_for(field: str, gpu: GpuConfig) -> int | None:
+    """The GPU nodes the two-node gates run over (None for the other gates): the NCCL gate
+    over the whole pool, the Ray-job NCCL gate over the workers the RayCluster starts with."""
+    if field == "nccl":
+        return gpu.max_nodes
+    if field == "job_nccl":
+        return gpu.autoscaling.min if gpu.autoscaling else gpu.max_nodes
+    return None
+
+
 def unused_gate_problems(
     verify: VerifyConfig, gpu: GpuConfig, checked: frozenset[str] = frozenset()
 ) -> Iterator[ConfigProblem]:
@@ -326,5 +337,15 @@ def unused_gate_problems(
                 f"the {key} gate runs only on GPUs with RDMA NICs (b200, h200), not on"
                 f" {gpu.profile.machine_type}: its settings would do nothing",
                 f"remove verify.{key}",
+            )
+            return
+        nodes = _nodes_for(field, gpu)
+        if nodes is not None and nodes < 2 and not _parked(gpu):
+            yield ConfigProblem(
+                ("verify", key),
+                f"the {key} gate needs two GPU nodes or more (on one, NCCL goes over NVLink and"
+                f" proves nothing about the network), and this pool gives it {nodes}: its"
+                " settings would do nothing",
+                f"remove verify.{key}, or give the pool two nodes or more",
             )
             return

@@ -160,11 +160,28 @@ def test_a_parked_gpu_pool_with_the_gates_on_plans_no_gate() -> None:
     assert plan_gates(verify_inputs(cfg), cfg.gate_settings) == []
 
 
-def test_a_job_or_smoke_on_a_parked_pool_is_refused_naming_it() -> None:
+def test_a_job_on_a_parked_pool_is_refused_and_the_smoke_s_settings_are_kept() -> None:
+    """Parking stops the run on the pool, so a job still enabled is refused (stop it first);
+    the smoke's settings are kept for when the pool has nodes again, and nothing is planned."""
     parked = {"type": "b200", "nodes": 0, "capacity": "reservation", "reservation": "r"}
     with pytest.raises(InvalidStackConfig) as job:
         load_stack_config(values(gpu=parked, ray={"job": {"enabled": True}}), "b200", ())
     assert job.value.key == "nemo-rl-gke:ray.job.enabled"
-    with pytest.raises(InvalidStackConfig) as smoke:
-        load_stack_config(values(gpu=parked, verify={"grpoSmoke": {"enabled": True}}), "b200", ())
-    assert smoke.value.key == "nemo-rl-gke:verify.grpoSmoke.enabled"
+    smoke = {"grpoSmoke": {"enabled": True, "steps": 3}}
+    cfg = load_stack_config(values(gpu=parked, verify=smoke), "b200", ())
+    assert cfg.verify.grpo_smoke.enabled
+    assert not cfg.gate_settings.grpo_smoke
+
+
+def test_nccl_settings_on_a_one_node_pool_are_refused_and_kept_on_a_parked_one() -> None:
+    """The NCCL gates need two nodes: on one they are not planned, so their settings do
+    nothing (refused, as other do-nothing settings are); a parked pool keeps them."""
+    one = {"type": "b200", "nodes": 1, "capacity": "reservation", "reservation": "r"}
+    for gate in ("nccl", "jobNccl"):
+        with pytest.raises(InvalidStackConfig) as refused:
+            load_stack_config(values(gpu=one, verify={gate: {"timeoutMinutes": 30}}), "b200", ())
+        assert refused.value.key == f"nemo-rl-gke:verify.{gate}"
+        assert "needs two GPU nodes or more" in refused.value.problem
+    parked = {**one, "nodes": 0}
+    cfg = load_stack_config(values(gpu=parked, verify={"nccl": {"timeoutMinutes": 30}}), "b200", ())
+    assert cfg.verify.nccl.timeout_minutes == 30

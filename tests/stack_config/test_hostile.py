@@ -32,7 +32,6 @@ EXPECTED = {
     "rayjob-name-too-long": "nemo-rl-gke:ray.job.name",
     "psa-on-the-gpu-nics": "nemo-rl-gke:network.psaCidr",
     "threshold-above-the-published-figure": "Google's published 344.46 GB/s",
-    "parked-pool-with-the-smoke": "nemo-rl-gke:verify.grpoSmoke.enabled",
     "rrule-interval-zero": "INTERVAL=0 is not a positive integer",
     "rrule-that-almost-never-occurs": "longer than 0.5 s to evaluate",
     "rrule-every-minute": "more than 10000 occurrences",

@@ -52,7 +52,6 @@ COVERED_RESOURCES: Final[tuple[str, ...]] = ("cpu", "memory", GPU_RESOURCE)
 """Every resource the Ray pods ask for. A GPU-only queue never admits a RayJob: its head asks
 for cpu and memory only, which the queue would not cover (kueue-facts §4, measured)."""
 
-GIB_PER_GB: Final = 1 / 1.073741824
 POOL_LABEL: Final = "nemo-rl-gke/pool"
 """Node label the program puts on each pool's nodes (components.gpu_pool.node_pools)."""
 NODEPOOL_LABEL: Final = "cloud.google.com/gke-nodepool"
@@ -157,12 +156,16 @@ class QueuePlan:
 GB_PER_VCPU: Final[dict[str, float]] = {"standard": 4, "highmem": 8, "highcpu": 1}
 """Memory per vCPU of Compute Engine's predefined general-purpose shapes (N2, N2D, E2, N1-like);
 C3, C3D and C4 high-CPU shapes have 2 GB per vCPU
-(https://cloud.google.com/compute/docs/general-purpose-machines)."""
+(https://cloud.google.com/compute/docs/general-purpose-machines). Compute Engine's "GB" of
+machine memory are GiB: its machineTypes API answers `memoryMb` in MiB, 131072 for
+n2-highmem-16 ("16 vCPUs 128 GB RAM")."""
 HIGHCPU_2GB_FAMILIES: Final = frozenset({"c3", "c3d", "c4", "c4d"})
+N1_GB_PER_VCPU: Final[dict[str, float]] = {"standard": 3.75, "highmem": 6.5, "highcpu": 0.9}
+"""N1's own ratios (n1-highmem-16: memoryMb 106496, "16 vCPUs, 104 GB RAM")."""
 
 
 def machine_shape(machine_type: str) -> tuple[int, float] | None:
-    """(vCPUs, memory GB) of a predefined `FAMILY-KIND-CPUS` or `FAMILY-custom-CPUS-MB` machine
+    """(vCPUs, memory GiB) of a predefined `FAMILY-KIND-CPUS` or `FAMILY-custom-CPUS-MB` machine
     type; None for shapes this table does not know."""
     parts = machine_type.split("-")
     if len(parts) == 4 and parts[1] == "custom" and parts[2].isdigit() and parts[3].isdigit():
@@ -171,17 +174,20 @@ def machine_shape(machine_type: str) -> tuple[int, float] | None:
         return None
     family, kind, cpus = parts[0], parts[1], int(parts[2])
     per_cpu = 2.0 if kind == "highcpu" and family in HIGHCPU_2GB_FAMILIES else GB_PER_VCPU[kind]
+    if family == "n1":
+        per_cpu = N1_GB_PER_VCPU[kind]
     return cpus, cpus * per_cpu
 
 
-def gke_allocatable(vcpus: int, memory_gb: float) -> tuple[int, int]:
+def gke_allocatable(vcpus: int, memory_gib: float) -> tuple[int, int]:
     """(millicores, MiB) a GKE Standard node of this shape offers pods.
 
     GKE reserves CPU and memory for the kubelet and the OS, then the kubelet keeps 100 MiB for
     its eviction threshold (https://cloud.google.com/kubernetes-engine/docs/concepts/
     plan-node-sizes#memory_cpu): CPU 6% of the first core, 1% of the second, 0.5% of the next
     two, 0.25% above four; memory 25% of the first 4 GiB, 20% of the next 4, 10% of the next 8,
-    6% of the next 112, 2% above 128 GiB. Machine memory is in GB here, as in the catalog.
+    6% of the next 112, 2% above 128 GiB. Machine memory is Compute Engine's "GB", which are
+    GiB (memoryMb / 1024), as in the catalog.
     """
     cpu_bands = ((1, 0.06), (1, 0.01), (2, 0.005), (math.inf, 0.0025))
     memory_bands = ((4, 0.25), (4, 0.20), (8, 0.10), (112, 0.06), (math.inf, 0.02))
@@ -194,7 +200,6 @@ def gke_allocatable(vcpus: int, memory_gb: float) -> tuple[int, int]:
             left -= part
         return taken
 
-    memory_gib = memory_gb * GIB_PER_GB
     cpu_millis = math.floor((vcpus - reserved(vcpus, cpu_bands)) * 1000)
     memory_mib = math.floor((memory_gib - reserved(memory_gib, memory_bands)) * 1024 - 100)
     return cpu_millis, memory_mib

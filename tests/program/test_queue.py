@@ -51,15 +51,24 @@ def invalid(stack: str, **changes: Any) -> InvalidStackConfig:
 # --- planning ----------------------------------------------------------------------------------
 
 
+MACHINE_TYPES_API = {"n2-highmem-16": (16, 131072), "n1-highmem-16": (16, 106496)}
+"""(guestCpus, memoryMb) as Compute Engine's machineTypes API answers them (an answer recorded
+in rancher/ui's GKE driver data): its "GB" of machine memory are GiB."""
+
+
+def test_machine_memory_is_counted_as_compute_engine_counts_it() -> None:
+    for name, (cpus, memory_mb) in MACHINE_TYPES_API.items():
+        assert machine_shape(name) == (cpus, memory_mb / 1024), name
+
+
 def test_allocatable_follows_gkes_reservation_formula() -> None:
-    # 1 vCPU: 6% reserved; 3.75 GB (3.49 GiB): 25% reserved, then 100 MiB for eviction.
-    assert gke_allocatable(1, 3.75) == (940, int((3.75 / 1.073741824 * 0.75) * 1024 - 100))
+    # n1-standard-1: 1 vCPU, 6% reserved; 3840 MiB: 25% reserved, then 100 MiB for eviction.
+    assert gke_allocatable(1, 3.75) == (940, int(3840 * 0.75 - 100))
     # a4-highgpu-8g: 224 vCPU -> 0.06 + 0.01 + 0.01 + 220 x 0.0025 = 0.63 reserved.
     cpu, memory = gke_allocatable(224, 3968)
     assert cpu == 223370
-    gib = 3968 / 1.073741824
-    reserved = 1 + 0.8 + 0.8 + 6.72 + 0.02 * (gib - 128)
-    assert memory == int((gib - reserved) * 1024 - 100)
+    reserved = 1 + 0.8 + 0.8 + 6.72 + 0.02 * (3968 - 128)
+    assert memory == int((3968 - reserved) * 1024 - 100)
 
 
 def test_machine_shapes_of_the_system_pool() -> None:

@@ -755,3 +755,10 @@ def test_a_protection_lift_needs_protect_false() -> None:
     assert "does nothing while protect is true" in err.problem
     err = error_for(values(protect=False, protectionLift="Lustre Throughput"))
     assert err.key == "nemo-rl-gke:protectionLift"
+
+
+def test_a_ray_head_that_fits_a_system_node_counted_in_mib_is_accepted() -> None:
+    """n2-highmem-16 has 131072 MiB (Compute Engine's memoryMb): a 110 GiB head fits beside
+    the system pods and the log sidecar. Counted as 128 decimal GB it did not."""
+    cfg = load_stack_config(values(ray={"head": {"memoryGib": 110}}), "b200")
+    assert cfg.ray.head.memory_gib == 110

@@ -8,6 +8,9 @@ so every computed value is unknown, as in a user's first preview.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from preflight.cli import preflight
@@ -205,3 +208,46 @@ def test_up_without_its_preview_creates_what_a_stack_policy_rejects(workspace: W
     assert unguarded.returncode != 0
     created = {r["urn"].split("::", 3)[3] for r in workspace.state_resources("skipped")}
     assert "roce-ssh" in created  # the rule the policy forbids now exists
+
+
+def test_a_pool_pin_below_what_gke_runs_stops_the_real_preview(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """The pool-version read through the real engine: the GCP stand-in answers getCluster from
+    a description whose GPU pool runs a newer patch than gpu.version pins (GKE moved it). The
+    preview stops before anything is planned, naming the key and the running version. About
+    20 s."""
+    described = json.loads(DEFAULT_FIXTURES.read_text(encoding="utf-8"))
+    running = "1.35.9-gke.1100000"
+    described["clusters"] = [
+        {
+            "name": "nemo-rl-b200",
+            "location": "us-central1",
+            "project": "my-gcp-project-prod",
+            "version": running,
+            "pools": [
+                {"name": "system", "nodes": 1, "zones": ["us-central1-b"], "version": running},
+                {"name": "gpu-b200", "nodes": 2, "zones": ["us-central1-b"], "version": running},
+            ],
+        }
+    ]
+    description = tmp_path / "reservations.json"
+    description.write_text(json.dumps(described), encoding="utf-8")
+    workspace.extra_env["NEMO_RL_GKE_STANDIN_RESERVATIONS"] = str(description)
+    config = dict(stack_data("b200")["config"])
+    config["nemo-rl-gke:gpu"] = {**config["nemo-rl-gke:gpu"], "version": "1.35.8-gke.1036000"}
+    workspace.write_stack("b200", config)
+    workspace.init("b200")
+    events = workspace.preview("b200")
+    assert events.returncode != 0
+    (line,) = [
+        m.strip()
+        for m in (d.get("message", "") for d in events.diagnostics)
+        if "invalid stack config" in m
+    ]
+    assert line.startswith(
+        f"invalid stack config: nemo-rl-gke:gpu.version: 1.35.8-gke.1036000 is below {running},"
+        " which the pool runs now"
+    ), line
+    # Only the provider the read needed; no resource is planned.
+    assert [s.urn for s in events.creates() if "::pulumi:providers:" not in s.urn] == []

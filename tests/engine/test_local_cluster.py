@@ -822,9 +822,10 @@ def test_a_gke_upgrade_moves_the_control_plane_then_the_pools_and_stops_on_an_un
     b200: str, tmp_path: Path
 ) -> None:
     """GKE offers 1.35 and 1.36 (the stand-in answers getEngineVersions from the description):
-    a minor it does not offer stops the preview naming cluster.minVersion before anything is
-    planned; the three keys of an upgrade, moved together, update the cluster, the system pool
-    and the GPU pool in place, in that order, and replace nothing."""
+    a two-minor step, and a version it does not offer, stop the preview naming
+    cluster.minVersion before anything is planned; the three keys of an upgrade, moved
+    together, update the cluster, the system pool and the GPU pool in place, in that order,
+    and replace nothing."""
     workspace = workspace_on_b200(tmp_path)
     description = Path(workspace.extra_env["NEMO_RL_GKE_STANDIN_RESERVATIONS"])
     described = json.loads(description.read_text())
@@ -835,10 +836,19 @@ def test_a_gke_upgrade_moves_the_control_plane_then_the_pools_and_stops_on_an_un
         "channelLatest": {"REGULAR": offered[0]},
     }
     description.write_text(json.dumps(described))
+    # Two minors at once: GKE moves a control plane one minor at a time.
     configure(workspace, [("nemo-rl-gke:cluster.minVersion", "1.37")])
     stopped = workspace.events("preview", "-s", "b200")
     assert stopped.returncode != 0
-    assert "nemo-rl-gke:cluster.minVersion: 1.37 is not offered by GKE here" in stopped.text()
+    assert "nemo-rl-gke:cluster.minVersion: 1.35 to 1.37 is 2 minors in one step" in stopped.text()
+    assert [s for s in stopped.steps if s.op != "same" and "Stack" not in s.type] == []
+    # One minor up, to a patch GKE does not offer.
+    configure(workspace, [("nemo-rl-gke:cluster.minVersion", "1.36.1-gke.5")])
+    stopped = workspace.events("preview", "-s", "b200")
+    assert stopped.returncode != 0
+    assert "nemo-rl-gke:cluster.minVersion: 1.36.1-gke.5 is not offered by GKE here" in (
+        stopped.text()
+    )
     assert [s for s in stopped.steps if s.op != "same" and "Stack" not in s.type] == []
     configure(
         workspace,

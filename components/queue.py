@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from planning.operators import KUEUE_PORTS, serving_only
 from planning.queue import (
     KUEUE_API,
     PriorityClassPlan,
@@ -109,12 +108,6 @@ class KueueOperator(pulumi.ComponentResource):
             atomic=True,
             timeout=600,
             values=values,
-            opts=child,
-        )
-        k8s.networking.v1.NetworkPolicy(
-            f"{name}-ingress",
-            metadata={"name": "kueue-controller-ingress", "namespace": ns.metadata.name},
-            spec=serving_only(KUEUE_PORTS),
             opts=child,
         )
         self.priority_classes = {

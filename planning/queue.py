@@ -24,7 +24,6 @@ import yaml
 
 from planning.catalog import GpuProfile
 from planning.kube import ACCELERATOR_LABEL
-from planning.operators import POD_SECURITY
 from planning.rdma import KUEUE_RDMA_RESOURCE, kueue_device_mappings
 
 KUEUE_API: Final = "kueue.x-k8s.io/v1beta2"
@@ -398,13 +397,13 @@ def helm_values(
     batch_jobs: bool = False,
 ) -> dict[str, Any]:
     """Values of the Kueue chart: the pinned image (what the published chart sets), the
-    manager configuration above, the controller on the system pool as its image's user."""
+    manager configuration above, the controller on the system pool."""
     repository, tag = image.rsplit(":", 1)
     manager: dict[str, Any] = {
         "image": {"repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"}
     }
     values: dict[str, Any] = {
-        "controllerManager": {"manager": manager, "podSecurityContext": dict(POD_SECURITY)},
+        "controllerManager": {"manager": manager},
         "managerConfig": {
             "controllerManagerConfigYaml": manager_config(namespace, dranet, batch_jobs)
         },

@@ -76,9 +76,6 @@ CLUSTER_QUEUE: Final = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 LOCAL_QUEUE: Final = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
 RESOURCE_FLAVOR: Final = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
 HELM_RELEASE: Final = "kubernetes:helm.sh/v3:Release"
-"""What the operators were installed as before they became charts (the guard looks for it)."""
-HELM_CHART: Final = "kubernetes:helm.sh/v4:Chart"
-CUSTOM_RESOURCE_DEFINITION: Final = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 
 RAY_KINDS: Final = (RAY_CLUSTER, RAY_JOB)
 """KubeRay objects that run pods (a RayJob through the cluster it brings or names)."""

@@ -43,6 +43,7 @@ class VersionTable:
     # --- In-cluster software ---
     kuberay_chart: Pin
     kuberay_helm_repo: Pin
+    kubectl_image: Pin
     gib_installer_image: Pin
     pause_image: Pin
     nemo_rl_image: Pin
@@ -126,6 +127,14 @@ VERSIONS: Final = VersionTable(
     kuberay_helm_repo=Pin(
         "https://ray-project.github.io/kuberay-helm/",
         "ray-project/kuberay:helm-chart/kuberay-operator/README.md@v1.7.0 (helm repo add kuberay)",
+    ),
+    kubectl_image=Pin(
+        "registry.k8s.io/kubectl:v1.35.6"
+        "@sha256:4d8c68e8c2bf360b1808927c4d39fb13998c106cac903622d127a2275c844126",
+        "Kubernetes' official kubectl image, tag v1.35.6 (the 1.35 control plane's minor) pinned"
+        " by the digest public manifests reference for that tag (no registry is reachable from"
+        " here: verify with `crane digest registry.k8s.io/kubectl:v1.35.6`); used only to"
+        " server-side apply KubeRay's CRDs",
     ),
     gib_installer_image=Pin(
         "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1",

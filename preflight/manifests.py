@@ -2,10 +2,8 @@
 
 Each Kubernetes resource the program registers becomes one file; the pod templates inside a
 RayCluster (and the cluster a RayJob brings) are also written as Pods, so that scanners which
-do not know KubeRay's CRDs still check the containers KubeRay will run. Charts and Helm
-releases are listed but not rendered here (offline, nothing expands them; the engine tests scan
-the objects the real provider rendered from KubeRay's chart: tools/checkov/scan.py --charts).
-Secret values stay `[secret]`.
+do not know KubeRay's CRDs still check the containers KubeRay will run. Helm releases are
+listed but not rendered (the chart is Helm's to expand). Secret values stay `[secret]`.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from planning.resource_types import HELM_CHART, HELM_RELEASE
+from planning.resource_types import HELM_RELEASE
 from preflight.mock_run import ProgramRun
 
 
@@ -45,7 +43,7 @@ def kubernetes_objects(run: ProgramRun) -> Iterator[tuple[str, dict[str, Any]]]:
     for record in run.records:
         if not record.type.startswith("kubernetes:") or record.type.startswith("pulumi:"):
             continue
-        if record.type in (HELM_CHART, HELM_RELEASE):
+        if record.type == HELM_RELEASE:
             continue
         obj = dict(record.inputs)
         if "apiVersion" not in obj or "kind" not in obj:

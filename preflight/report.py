@@ -26,7 +26,6 @@ KEY_PROPERTIES: dict[str, tuple[str, ...]] = {
     rt.LUSTRE: ("instanceId", "capacityGib", "perUnitStorageThroughput"),
     rt.BUCKET: ("name", "location"),
     rt.SERVICE_ACCOUNT: ("accountId",),
-    rt.HELM_CHART: ("chart", "version", "namespace"),
     rt.HELM_RELEASE: ("chart", "version", "namespace"),
 }
 

@@ -35,14 +35,6 @@ from planning.cluster import (
 )
 from planning.naming import PROJECT
 from planning.network import ZONE_MOVE_STEPS, zone_move_problem
-from planning.operators import (
-    CHARTS_KEY,
-    RELEASES_FORGOTTEN,
-    RELEASES_KEY,
-    installed,
-    releases_fix,
-    releases_problem,
-)
 from planning.replacements import refusals
 from planning.resource_types import READ_STACK_OUTPUTS
 from planning.storage import growth_problem
@@ -75,9 +67,6 @@ RULE_KEYS = (
     "cluster.releaseChannel",
     "cluster.minVersion",
     *POOL_VERSION_KEYS.values(),
-    RELEASES_KEY,
-    RELEASES_FORGOTTEN,
-    CHARTS_KEY,
 )
 """Exported values that recreate nothing in the plan but bound a day-2 change: how the running
 Lustre instance may grow, whether a zone change runs under an RDMA GPU pool, whether the
@@ -102,10 +91,6 @@ class ZoneMoveRefused(ChangeRefused):
 
 class SystemPoolRefused(ChangeRefused):
     """A system-pool change that recreates its nodes (and the Ray head), not consented to."""
-
-
-class ReleasesRefused(ChangeRefused):
-    """The update would delete an earlier version's Helm releases of running operators."""
 
 
 class VersionRefused(ChangeRefused):
@@ -158,11 +143,6 @@ def replacement_values(cfg: StackConfig) -> dict[str, Any]:
         "cluster.minVersion": cfg.cluster.min_version,
         POOL_VERSION_KEYS["system"]: system.version,
         POOL_VERSION_KEYS["gpu"]: gpu.version,
-        # Which operators are charts and which Helm releases (a move from one to the other must
-        # not uninstall the operator: planning.operators).
-        CHARTS_KEY: installed(cfg.ray.operator == "helm", kueue=False),
-        RELEASES_KEY: installed(kuberay=False, kueue=cfg.queue_enabled),
-        RELEASES_FORGOTTEN: list(cfg.helm_releases_forgotten),
     }
 
 
@@ -179,19 +159,6 @@ def check_system_pool(previous: dict[str, Any], current: dict[str, Any]) -> None
         raise SystemPoolRefused(
             f"{PROJECT}:cluster.systemPool.machineType", problem, system_pool_fix(shape)
         )
-
-
-def check_releases(previous: dict[str, Any], current: dict[str, Any]) -> None:
-    """Raise InvalidStackConfig (naming helmReleasesForgotten) when the update would delete the
-    Helm releases of operators its charts take over (planning.operators)."""
-    found = releases_problem(
-        previous,
-        list(current.get(CHARTS_KEY) or []),
-        list(current.get(RELEASES_FORGOTTEN) or []),
-    )
-    if found:
-        problem, moved = found
-        raise ReleasesRefused(f"{PROJECT}:{RELEASES_FORGOTTEN}", problem, releases_fix(moved))
 
 
 def check_zone_move(
@@ -248,7 +215,6 @@ def check_day_two(
     over. The program and preflight --previous both judge a change here."""
     check_zone_move(previous, current, pool_running)
     check_system_pool(previous, current)
-    check_releases(previous, current)
     return keep_multi_networking(previous, check_lustre_growth(previous, current))
 
 

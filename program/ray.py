@@ -61,6 +61,7 @@ def build_ray(
             chart_version=VERSIONS.kuberay_chart.value,
             chart=cfg.ray.chart_path or "kuberay-operator",
             repository=None if cfg.ray.chart_path else VERSIONS.kuberay_helm_repo.value,
+            kubectl_image=VERSIONS.kubectl_image.value,
             node_selector=gke.system_pool.node_selector,
         )
         operator = KubeRayOperator("kuberay", operator_args, opts=gke.k8s_opts)
@@ -162,7 +163,7 @@ def build_ray(
             smoke=smoke,
             job_nccl=job_nccl,
             smoke_script=smoke_script() if smoke is not None or job_nccl is not None else "",
-            operator=operator.objects if operator is not None else [],
+            operator=[operator] if operator is not None else [],
             labels=labels,
             after=[*after, *(queue.ready if queue is not None else [])],
             queue=queue.placement if queue is not None else None,

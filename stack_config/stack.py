@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from ipaddress import IPv4Network
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -90,12 +90,6 @@ class StackConfig(ConfigModel):
         True,
         description="Enable the Google APIs the stack uses (projects.Service, never disabled on"
         " destroy) before anything that calls them; false leaves them to the project owner.",
-    )
-    helm_releases_forgotten: list[Literal["kuberay", "kueue"]] = Field(
-        default_factory=list,
-        description="Operators whose Helm release of an earlier deployment was removed from the"
-        " state (`pulumi state delete`), the operator left running: the update that takes it"
-        " over as chart objects may go on (planning.operators).",
     )
     gpu: GpuConfig = Field(description="GPU node pool.")
     network: NetworkConfig = Field(default_factory=NetworkConfig, description="Address plan.")

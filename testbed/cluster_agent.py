@@ -3,11 +3,10 @@
 Under kwok no container runs. Where the program relies on a container's effect, the agent
 produces it, saying so in its log:
 
-- the KubeRay CRD Job of versions before the operators became charts (the migration test
-  deploys one) runs `kubectl apply --server-side ... -f <CRD URLs>`: when a pod of a
-  `kuberay-crds-*` Job is scheduled, the agent runs the same apply (same field manager, same
-  flags) on the same files, read from the local KubeRay chart's `crds/` folder by file name
-  instead of from GitHub;
+- the KubeRay CRD Job's container runs `kubectl apply --server-side ... -f <CRD URLs>`: when
+  a pod of a `kuberay-crds-*` Job is scheduled, the agent runs the same apply (same field
+  manager, same flags) on the same files, read from the local KubeRay chart's `crds/` folder
+  by file name instead of from GitHub;
 - the KubeRay operator: once its CRDs exist, the agent starts the real operator on this host
   against the local API server (the operator Deployment's pod does not run under kwok);
 - the acceptance gates: it runs each gate pod's script with stand-in GPU tools and reports

@@ -14,7 +14,6 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.charts import after
 from components.gpu_pool.pod import GPU_CONTAINER_SECURITY, RdmaWiring, gpu_pod_parts
 from components.verify.smoke import GrpoSmokeGate, JobNcclGate, SmokeGateArgs
 from planning.kube import avoid_maintenance_affinity
@@ -122,10 +121,9 @@ class RayWorkloadArgs:
     """Stack secrets (keys of SECRET_ENV) as secret Outputs."""
     job: RayJobPlan | None = None
     """The GRPO run; None: no RayJob (the default - `pulumi up` never starts training)."""
-    operator: pulumi.Input[Sequence[pulumi.Resource]] = ()
-    """The KubeRay operator's chart and objects (its CRDs must exist before any Ray object, and
-    its controller must outlive every Ray object); empty with the GKE add-on, which installs
-    them with the cluster."""
+    operator: Sequence[pulumi.Resource] = ()
+    """The KubeRay operator (its CRDs must exist before any Ray object); empty with the GKE
+    add-on, which installs them with the cluster."""
     labels: Mapping[str, str] = field(default_factory=dict)
     after: Sequence[pulumi.Resource] = ()
     """What must finish first: the acceptance gates (they need every GPU of the pool, which
@@ -193,7 +191,7 @@ class RayWorkload(pulumi.ComponentResource):
                 opts=child,
             )
 
-        cluster_after: list[pulumi.Resource] = [*args.after]
+        cluster_after: list[pulumi.Resource] = [*args.operator, *args.after]
         if args.log_shipping.on:
             # The log sidecar's program, for every Ray pod of the namespace (a queued run's
             # cluster too).
@@ -224,9 +222,7 @@ class RayWorkload(pulumi.ComponentResource):
                 **({"annotations": QUEUED_APPLY} if args.queue is not None else {}),
             },
             spec=spec,
-            opts=pulumi.ResourceOptions(
-                parent=self, depends_on=after(args.operator, *cluster_after)
-            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=cluster_after),
         )
         # Ray's pods talk among themselves on every port; from elsewhere only the dashboard,
         # and only for the KubeRay operator (it submits the RayJob and reads its status) and

@@ -386,25 +386,27 @@ def test_head_runs_on_the_system_pool_with_the_pinned_image(b200: Result) -> Non
     assert _env(container)["RAY_memory_monitor_refresh_ms"] == "0"
 
 
-def test_kuberay_is_the_pinned_chart_with_its_own_crds(b200: Result) -> None:
+def test_kuberay_helm_release_and_crd_job(b200: Result) -> None:
     from planning.versions import VERSIONS
 
     names = by_name(b200)
-    chart = names["kuberay-chart"]
-    assert chart.type == "kubernetes:helm.sh/v4:Chart"
-    inputs = chart.inputs
-    assert inputs["chart"] == "kuberay-operator"
-    assert inputs["version"] == VERSIONS.kuberay_chart.value == "1.7.0"
-    assert inputs["repositoryOpts"] == {"repo": "https://ray-project.github.io/kuberay-helm/"}
-    # The chart's CRDs are applied with it: nothing is fetched while `pulumi up` runs.
-    assert inputs["skipCrds"] is False
-    assert inputs["values"]["nodeSelector"] == {"nemo-rl-gke/pool": "system"}
-    assert not [
-        r for r in b200.run.records if r.type == "kubernetes:batch/v1:Job" and "crds" in r.name
-    ]
+    release = names["kuberay-release"].inputs
+    assert release["chart"] == "kuberay-operator"
+    assert release["version"] == VERSIONS.kuberay_chart.value == "1.7.0"
+    assert release["repositoryOpts"] == {"repo": "https://ray-project.github.io/kuberay-helm/"}
+    assert release["skipCrds"] is True
+    assert release["values"]["nodeSelector"] == {"nemo-rl-gke/pool": "system"}
+    job = names["kuberay-crds"]
+    assert job.urn in names["kuberay-release"].dependencies  # CRDs first, then the chart
+    args = job.inputs["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[:3] == ["apply", "--server-side", "--force-conflicts"]
+    urls = [a for a in args if a.startswith("https://")]
+    assert urls
+    assert all("/kuberay/v1.7.0/" in u for u in urls)
+    assert job.inputs["metadata"]["name"] == "kuberay-crds-v1-7-0"
     assert "rayOperatorConfigs" not in names["gke-cluster"].inputs["addonsConfig"]
     # the RayCluster waits for the operator
-    assert chart.urn in names["ray-cluster"].dependencies
+    assert names["kuberay-release"].urn in names["ray-cluster"].dependencies
 
 
 def test_gke_ray_addon_replaces_the_helm_release(tmp_path: Path) -> None:
@@ -412,7 +414,7 @@ def test_gke_ray_addon_replaces_the_helm_release(tmp_path: Path) -> None:
         "dev", tmp_path, variant("dev", {"nemo-rl-gke:ray": {"operator": "gke-addon"}})
     )
     names = by_name(result)
-    assert not [r for r in result.run.records if r.type.startswith("kubernetes:helm.sh/")]
+    assert not [r for r in result.run.records if r.type == "kubernetes:helm.sh/v3:Release"]
     assert names["gke-cluster"].inputs["addonsConfig"]["rayOperatorConfigs"] == [{"enabled": True}]
     assert "ray-cluster" in names
 

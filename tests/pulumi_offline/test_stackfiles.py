@@ -259,7 +259,7 @@ def test_pulumi_yaml_documents_every_key() -> None:
         # have a default. The loader refuses plaintext values instead.
         assert key not in declared
         assert f"nemo-rl-gke:{key}" in template
-    kinds = {"string": str, "boolean": bool, "object": dict, "array": list}
+    kinds = {"string": str, "boolean": bool, "object": dict}
     for name, field in StackConfig.model_fields.items():
         key = field.alias or name
         full = key if ":" in key else f"nemo-rl-gke:{key}"

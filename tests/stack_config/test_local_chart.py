@@ -34,14 +34,14 @@ def test_a_local_chart_replaces_the_repository(tmp_path: Path, packed: bool) -> 
         with tarfile.open(chart, "w:gz") as archive:
             archive.add(CHART, arcname="kuberay-operator")
     result = run_stack("dev", tmp_path, variant("dev", ray_with(chart)))
-    release = by_name(result)["kuberay-chart"].inputs
+    release = by_name(result)["kuberay-release"].inputs
     assert release["chart"] == chart
     assert "repositoryOpts" not in release
     assert release["version"] == VERSIONS.kuberay_chart.value
 
 
 def test_the_default_is_the_public_repository() -> None:
-    release = by_name(run_stack("dev"))["kuberay-chart"].inputs
+    release = by_name(run_stack("dev"))["kuberay-release"].inputs
     assert release["chart"] == "kuberay-operator"
     assert release["repositoryOpts"]["repo"] == VERSIONS.kuberay_helm_repo.value
 

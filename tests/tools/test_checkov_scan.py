@@ -7,7 +7,6 @@ The checkov run itself needs checkov in its own virtualenv (`make scan` creates
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sys
 from pathlib import Path
@@ -99,40 +98,3 @@ def test_a_missing_skip_and_an_unused_one_both_fail_the_scan(tmp_path: Path) -> 
     assert counts["passed"] > 100
     assert any("CKV_K8S_43" in p and "nemo-rl-head" in p for p in problems)
     assert "b200: the skip of CKV_K8S_21 on Namespace/nemo-rl was not used; remove it" in problems
-
-
-def test_the_charts_scan_takes_the_charts_objects_and_the_network_policies(
-    tmp_path: Path,
-) -> None:
-    """`--charts`: what the operators' charts hold in a `pulumi stack export` (children of a
-    helm.sh/v4:Chart), with the stack's NetworkPolicies; nothing else of the stack."""
-    stack = "urn:pulumi:b200::nemo-rl-gke::"
-    chart = "nemo:apps:KubeRayOperator$kubernetes:helm.sh/v4:Chart$"
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "op"}}
-    policy = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {}}
-    export = {
-        "deployment": {
-            "resources": [
-                {"urn": f"{stack}{chart}kubernetes:apps/v1:Deployment::op", "inputs": deployment},
-                {
-                    "urn": f"{stack}kubernetes:networking.k8s.io/v1:NetworkPolicy::p",
-                    "type": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
-                    "inputs": policy,
-                },
-                {"urn": f"{stack}kubernetes:core/v1:Namespace::ns", "inputs": {"kind": "x"}},
-                {"urn": f"{stack}{chart}pulumi:providers:kubernetes::p", "inputs": {}},
-            ]
-        }
-    }
-    path = tmp_path / "export.json"
-    path.write_text(json.dumps(export), encoding="utf-8")
-    folder = tmp_path / "objects"
-    folder.mkdir()
-    assert scan.write_chart_objects(path, folder) == 2
-    kinds = sorted(yaml.safe_load(p.read_text())["kind"] for p in folder.glob("*.yaml"))
-    assert kinds == ["Deployment", "NetworkPolicy"]
-    # Each skip entry belongs to one source: the charts' entries never reach preflight's scan.
-    charts = scan.entries_for("charts")
-    assert charts
-    assert all(e.get("source") == "charts" for e in charts)
-    assert not [e for e in scan.entries_for("preflight") if e.get("source")]

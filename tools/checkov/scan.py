@@ -1,15 +1,11 @@
-"""`python tools/checkov/scan.py CHECKOV [--charts STACK EXPORT]`: checkov's Kubernetes checks.
+"""`python tools/checkov/scan.py CHECKOV`: checkov's Kubernetes checks on every stack's objects.
 
-Without `--charts`: renders each committed stack's Kubernetes objects with
-`python -m preflight --manifests`. With `--charts STACK EXPORT`: the objects the operators'
-charts (KubeRay, Kueue: `helm.v4.Chart`) hold in a deployed stack, as the real provider
-rendered them, read from `pulumi stack export` (preflight runs offline and cannot render a
-chart). Either way it adds the reviewed skips of tools/checkov/skips.yaml as checkov.io/skip
-annotations to those rendered copies (entries with `source: charts` apply to the charts' objects
-only, the others to preflight's), runs the given checkov executable (installed in a virtualenv
-of its own), and prints the passed / failed / skipped counts per stack. Exits 1 on any failed
-check, on a skip that matches no object, and on a skip checkov did not use. An entry's object
-is `Kind/name`, where the name may be a shell pattern.
+Renders each committed stack's Kubernetes objects with `python -m preflight --manifests`, adds
+the reviewed skips of tools/checkov/skips.yaml as checkov.io/skip annotations to those rendered
+copies, runs the given checkov executable (installed in a virtualenv of its own), and prints
+the passed / failed / skipped counts per stack. Exits 1 on any failed check, on a skip that
+matches no object, and on a skip checkov did not use. An entry's object is `Kind/name`, where the
+name may be a shell pattern (the CRD Job's name carries the chart version).
 """
 
 from __future__ import annotations
@@ -51,40 +47,9 @@ def render(stack: str, folder: Path) -> None:
         raise SystemExit(f"scan: preflight wrote no manifests for {stack}")
 
 
-CHART = "kubernetes:helm.sh/v4:Chart"
-"""The chart component whose children `--charts` scans."""
-NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
-
-
-def write_chart_objects(export: Path, folder: Path) -> int:
-    """The charts' objects (and the stack's NetworkPolicies) of a `pulumi stack export` as YAML
-    files; how many were written."""
-    deployment = json.loads(export.read_text(encoding="utf-8")).get("deployment") or {}
-    written = 0
-    for resource in deployment.get("resources") or []:
-        # The stack's NetworkPolicies too: checkov's graph check asks for one over each pod.
-        if f"{CHART}$" not in resource.get("urn", "") and resource.get("type") != NETWORK_POLICY:
-            continue
-        obj = resource.get("inputs") or {}
-        if "apiVersion" not in obj or "kind" not in obj:
-            continue
-        written += 1
-        path = folder / f"{written:03d}-{obj['kind']}.yaml"
-        path.write_text(yaml.safe_dump(obj, sort_keys=False), encoding="utf-8")
-    return written
-
-
-def entries_for(source: str, skips: Path = SKIPS) -> list[dict[str, Any]]:
-    """The skip entries of one source: "charts", or "preflight" (entries without a source)."""
-    entries: list[dict[str, Any]] = yaml.safe_load(skips.read_text(encoding="utf-8"))
-    return [e for e in entries if e.get("source", "preflight") == source]
-
-
-def annotate(
-    stack: str, folder: Path, skips: Path = SKIPS, source: str = "preflight"
-) -> set[tuple[str, str]]:
+def annotate(stack: str, folder: Path, skips: Path = SKIPS) -> set[tuple[str, str]]:
     """Write the skips into the rendered objects; return the (object, check) pairs placed."""
-    entries = entries_for(source, skips)
+    entries: list[dict[str, Any]] = yaml.safe_load(skips.read_text(encoding="utf-8"))
     placed: set[tuple[str, str]] = set()
     matched: set[int] = set()
     for path in sorted(folder.glob("*.yaml")):
@@ -112,17 +77,12 @@ def annotate(
     return placed
 
 
-def scan(
-    checkov: str, stack: str, skips: Path = SKIPS, charts: Path | None = None
-) -> tuple[dict[str, int], list[str]]:
-    """Counts and problems for one stack (its charts' objects from `charts`, an export)."""
+def scan(checkov: str, stack: str, skips: Path = SKIPS) -> tuple[dict[str, int], list[str]]:
+    """Counts and problems for one stack."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        if charts is None:
-            render(stack, folder)
-        elif not write_chart_objects(charts, folder):
-            raise SystemExit(f"scan: {charts} holds no object of a chart")
-        placed = annotate(stack, folder, skips, "preflight" if charts is None else "charts")
+        render(stack, folder)
+        placed = annotate(stack, folder, skips)
         # No --quiet: it drops the passed and skipped lists from the JSON. BC_SKIP_MAPPING keeps
         # checkov from fetching guideline links from its vendor's API (no network here or in CI).
         proc = subprocess.run(
@@ -160,19 +120,16 @@ def scan(
 
 
 def main() -> int:
-    """Scan every stack (or one stack's charts); print the counts."""
-    args = sys.argv[1:]
-    if len(args) not in (1, 4) or (len(args) == 4 and args[1] != "--charts"):
-        raise SystemExit("usage: python tools/checkov/scan.py CHECKOV [--charts STACK EXPORT]")
-    checkov = args[0]
-    runs = [(args[2], Path(args[3]))] if len(args) == 4 else [(s, None) for s in STACKS]
+    """Scan every stack; print the counts."""
+    if len(sys.argv) != 2:
+        raise SystemExit("usage: python tools/checkov/scan.py PATH/TO/checkov")
+    checkov = sys.argv[1]
     problems: list[str] = []
-    for stack, charts in runs:
-        counts, found = scan(checkov, stack, charts=charts)
+    for stack in STACKS:
+        counts, found = scan(checkov, stack)
         problems += found
-        what = f"{stack} charts" if charts is not None else stack
         print(
-            f"checkov {what}: {counts['passed']} passed, {counts['failed']} failed,"
+            f"checkov {stack}: {counts['passed']} passed, {counts['failed']} failed,"
             f" {counts['skipped']} skipped (reviewed in tools/checkov/skips.yaml)",
             flush=True,
         )

@@ -35,10 +35,9 @@ from preflight.mock_run import ProgramRun
 from program.guard import REPLACEMENT_EXPORT, versions_of
 from pulumi_offline.bridge_diff import UNKNOWN_VALUES, InputDiff, diff_inputs, top_level
 from pulumi_offline.gcp_force_new import FACTS
-from pulumi_offline.json_files import read_bounded
+from pulumi_offline.json_files import first_problem, read_bounded
 from pulumi_offline.kubernetes_force_new import kubernetes_facts
 from pulumi_offline.stackfiles import StackFileError
-from stack_config.errors import show, show_key, show_text
 
 MAX_REPORT_BYTES = 64 << 20
 """A report of the b200 stack is about 0.4 MiB: room for far larger stacks."""
@@ -175,12 +174,9 @@ def load_snapshot(path: Path) -> Snapshot:
         json.loads(text)  # JSON's own message (line and column) before the model's
         doc = _Report.model_validate_json(text)
     except ValidationError as error:
-        first = error.errors(include_url=False)[0]
-        key = show_key(".".join(str(part) for part in first["loc"])) or "(the whole file)"
-        message = show_text(first["msg"].removeprefix("Value error, "))
         raise StackFileError(
-            f"{path}: {key}: {message} (given {show(first.get('input'))}): pass a report"
-            " written by python -m preflight --json, or the earlier stack file"
+            f"{path}: {first_problem(error)}: pass a report written by python -m preflight"
+            " --json, or the earlier stack file"
         ) from None
     except (OSError, ValueError, RecursionError) as err:
         raise StackFileError(f"{path}: not a preflight --json report ({err})") from None

@@ -49,9 +49,8 @@ from planning.resource_types import (
 )
 from planning.versions import VERSIONS, parse_gke_version
 from pulumi_offline.gcp_types import result_type
-from pulumi_offline.json_files import read_bounded
+from pulumi_offline.json_files import first_problem, read_bounded
 from pulumi_offline.sdk_results import complete
-from stack_config.errors import show, show_key, show_text
 
 __all__ = [
     "GET_CLUSTER",
@@ -234,12 +233,7 @@ def load_fixtures(path: Path) -> CloudFixtures:
         json.loads(text)  # JSON's own message (line and column) before the model's
         return CloudFixtures.model_validate_json(text, strict=True)
     except ValidationError as error:
-        first = error.errors(include_url=False)[0]
-        key = show_key(".".join(str(part) for part in first["loc"])) or "(the whole file)"
-        message = show_text(first["msg"].removeprefix("Value error, "))
-        raise FixtureError(
-            f"{path}: {key}: {message} (given {show(first.get('input'))}); {_FORMAT}"
-        ) from None
+        raise FixtureError(f"{path}: {first_problem(error)}; {_FORMAT}") from None
     except (OSError, ValueError, RecursionError) as error:
         raise FixtureError(f"{path}: not a reservation description: {error}") from None
 

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from stack_config.errors import show, show_key, show_text
+
 
 class JsonFileError(ValueError):
     """The file cannot be read as a bounded JSON file (the message says why, in one line)."""
@@ -23,3 +27,11 @@ def read_bounded(path: Path, limit: int) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise JsonFileError(f"not UTF-8 ({error.reason} at byte {error.start})") from None
+
+
+def first_problem(error: ValidationError) -> str:
+    """A model's first validation error as one line: `key: message (given value)`."""
+    first = error.errors(include_url=False)[0]
+    key = show_key(".".join(str(part) for part in first["loc"])) or "(the whole file)"
+    message = show_text(first["msg"].removeprefix("Value error, "))
+    return f"{key}: {message} (given {show(first.get('input'))})"

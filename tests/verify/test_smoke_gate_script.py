@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import importlib.util
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from planning.verify import GATES_DIR, SMOKE_SCRIPT, SmokePlan, plan_smoke, smoke_env
 from program.verify import verify_inputs
@@ -138,3 +141,36 @@ def test_a_measuring_job_s_values_are_its_own_last_measure_lines() -> None:
     """Only the driver's own lines count: an actor's output reaches the log prefixed by Ray."""
     logs = "MEASURE a 1\n(Rank pid=1) MEASURE a 9\nMEASURE a 2\nMEASURE b none\nMEASURE c\n"
     assert smoke_module().measurements(logs) == {"a": "2", "b": ""}
+
+
+class _RayLogThread:
+    """A stdout on which another writer (Ray's log thread, printing an actor's line with
+    `print`) gets in after every write call: its text at once, its newline later."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, text: str) -> int:
+        self.text += text + "(_Rank pid=7) NCCL INFO ring 0"
+        return len(text)
+
+    def flush(self) -> None:
+        self.text += "\n"
+
+
+def test_measure_lines_survive_a_log_thread_writing_between_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The job NCCL driver's MEASURE lines reach the gate whole although Ray's log thread
+    writes to the same stdout (a worker's line inside a MEASURE line lost it at random)."""
+    spec = importlib.util.spec_from_file_location("job_nccl", GATES_DIR / "job_nccl.py")
+    assert spec is not None
+    assert spec.loader is not None
+    driver = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(driver)
+    out = _RayLogThread()
+    monkeypatch.setattr(sys, "stdout", out)
+    measures = {"ranks_formed": "8", "gib_version": "v1.1.1", "all_gather_busbw": "344.10"}
+    driver.print_measures(measures)
+    monkeypatch.undo()
+    assert smoke_module().measurements(out.text) == measures

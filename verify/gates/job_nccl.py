@@ -67,6 +67,14 @@ def read_nccl_log(text: str) -> dict[str, str]:
     return found
 
 
+def print_measures(measures: dict[str, str]) -> None:
+    """The `MEASURE <metric> <value>` lines, in one write: Ray's log thread prints the actors'
+    lines to the same stdout meanwhile, and `print` writes a line's text and its newline
+    apart, so a worker's line could land inside a MEASURE line, which the gate then misses."""
+    sys.stdout.write("".join(f"MEASURE {k} {v or 'none'}\n" for k, v in measures.items()))
+    sys.stdout.flush()
+
+
 def judge(results: list[dict[str, Any]], world: int, nodes: int) -> dict[str, str]:
     """The measurements over every rank's result: how many ranks formed the group, used gIB,
     printed NCCL's version line and ran a channel with GPUDirect RDMA; the nodes they spanned;
@@ -225,7 +233,7 @@ def main() -> int:
     try:
         ray.get([g.ready() for g in groups], timeout=float(os.environ.get("READY_SECONDS", "300")))
     except ray.exceptions.GetTimeoutError:
-        print("MEASURE ranks_formed 0")
+        print_measures({"ranks_formed": "0"})
         print(
             f"job-nccl: {world} GPUs in {nodes} groups of {per_node} were not free in time"
             f" (the cluster has {have} GPUs)",
@@ -260,8 +268,7 @@ def main() -> int:
         if warning:
             warnings.append(warning)
             print(f"job-nccl: rank {result['rank']}: NCCL WARN {warning}", file=sys.stderr)
-    for metric, value in judge(results, world, nodes).items():
-        print(f"MEASURE {metric} {value or 'none'}", flush=True)
+    print_measures(judge(results, world, nodes))
     failed = [r for r in results if r.get("error") or not r.get("formed")]
     if failed:
         # The job's last line says why (the gate's verdict quotes it): the first failure.

@@ -19,7 +19,6 @@ produces it, saying so in its log:
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import subprocess
 import sys
@@ -75,6 +74,7 @@ class Agent:
         self.processes = Processes(Path(options.root))
         self.handled: set[str] = set()
         api = KubeApi(Path(self.kubeconfig))
+        self.api = api
         self.ray_pods = RayPods(Path(options.ray_root), api, self.run_kubectl, say)
         # For tests and people (and a restarted agent): the cluster's Services by name.
         address = Path(options.root) / "cluster-network-proxy"
@@ -82,10 +82,12 @@ class Agent:
         self.network = ClusterNetwork(api, say, self.ray_pods.host_port).start(int(earlier))
         self.ray_pods.network = self.network
         address.write_text(self.network.url)
-        self.gates = GatePods(Path(options.root), self.run_kubectl, say, self.network.proxy_env())
+        self.gates = GatePods(
+            Path(options.root), self.run_kubectl, say, self.network.proxy_env(), api=api
+        )
         self.kueue = KueueHost(
             Path(options.root), options.kueue, options.server, Path(options.api_ca),
-            self.run_kubectl, say,
+            self.run_kubectl, say, api=api,
         )  # fmt: skip
 
     def run_kubectl(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -99,11 +101,8 @@ class Agent:
 
     def crd_job_pods(self) -> list[dict[str, Any]]:
         """Scheduled pods of the KubeRay CRD Jobs not handled yet."""
-        proc = self.run_kubectl("get", "pods", "-A", "-l", "job-name", "-o", "json")
-        if proc.returncode != 0:
-            return []
         pods = []
-        for pod in json.loads(proc.stdout).get("items", []):
+        for pod in self.api.labelled("/api/v1/pods", "job-name") or []:
             job = pod["metadata"].get("labels", {}).get("job-name", "")
             if not job.startswith(CRD_JOB_PREFIX) or pod["metadata"]["uid"] in self.handled:
                 continue

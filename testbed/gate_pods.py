@@ -24,11 +24,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planning.verify import GATE_LABEL
 from testbed.gate_standins import Scenario, install, local_setup
 from testbed.node_fs import field_value
+
+if TYPE_CHECKING:
+    from testbed.cluster_network import KubeApi
 
 SCENARIO_FILE = "gate-scenario.json"
 """In the local cluster's folder: what the fake hardware measures (default: a healthy node)."""
@@ -88,8 +91,11 @@ class GatePods:
         kubectl: Callable[..., subprocess.CompletedProcess[str]],
         say: Callable[[str], None],
         network: dict[str, str] | None = None,
+        api: KubeApi | None = None,
     ) -> None:
         self.root = root
+        self.api = api
+        """Where the agent's API client is given, the round's listing is a GET, not kubectl."""
         self.network = dict(network or {})
         """Environment giving a gate the cluster network stand-in (testbed.cluster_network)."""
         self.work = root / "gate-pods"
@@ -103,15 +109,17 @@ class GatePods:
         path = self.root / SCENARIO_FILE
         return Scenario.from_json(path.read_text(encoding="utf-8")) if path.exists() else Scenario()
 
-    def _get(self, *args: str) -> list[dict[str, Any]]:
-        proc = self.kubectl("get", *args, "-o", "json")
+    def _gate_pods(self) -> list[dict[str, Any]]:
+        if self.api is not None:
+            return self.api.labelled("/api/v1/pods", GATE_LABEL) or []
+        proc = self.kubectl("get", "pods", "-A", "-l", GATE_LABEL, "-o", "json")
         if proc.returncode != 0:
             return []
         return list(json.loads(proc.stdout).get("items", []))
 
     def step(self) -> None:
         """One round: start what is ready, report what ended, stop what was deleted."""
-        pods = self._get("pods", "-A", "-l", GATE_LABEL)
+        pods = self._gate_pods()
         alive = {p["metadata"]["uid"] for p in pods if not p["metadata"].get("deletionTimestamp")}
         for uid, run in list(self.running.items()):
             if uid not in alive:

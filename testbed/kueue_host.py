@@ -37,13 +37,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from testbed.host_ports import free_port
 from testbed.pki import ensure_webhook_certs
 from testbed.processes import Processes
+
+if TYPE_CHECKING:
+    from testbed.cluster_network import KubeApi
 
 PROCESS = "kueue"
 CONTROLLER_SELECTOR = "app.kubernetes.io/name=kueue,control-plane=controller-manager"
@@ -218,8 +221,11 @@ class KueueHost:
         api_ca: Path,
         kubectl: Kubectl,
         say: Callable[[str], None],
+        api: KubeApi | None = None,
     ) -> None:
         self.root = root / "kueue"
+        self.api = api
+        """Where the agent's API client is given, each round's listings are GETs, not kubectl."""
         self.binary = binary
         self.server = server
         self.api_ca = api_ca
@@ -282,11 +288,21 @@ class KueueHost:
 
     # --- starting the controller ---------------------------------------------------------------
 
-    def _deployment(self) -> dict[str, Any] | None:
-        proc = self.kubectl("get", "deployments", "-A", "-l", CONTROLLER_SELECTOR, "-o", "json")
+    def _listed(
+        self, kind: str, path: str, selector: str, *where: str
+    ) -> list[dict[str, Any]] | None:
+        """Objects with the label selector (None when the API server did not answer)."""
+        if self.api is not None:
+            return self.api.labelled(path, selector)
+        proc = self.kubectl("get", kind, *where, "-l", selector, "-o", "json")
         if proc.returncode != 0:
             return None
-        found = json.loads(proc.stdout).get("items", [])
+        return list(json.loads(proc.stdout).get("items", []))
+
+    def _deployment(self) -> dict[str, Any] | None:
+        found = self._listed("deployments", "/apis/apps/v1/deployments", CONTROLLER_SELECTOR, "-A")
+        if found is None:
+            return None
         return found[0] if found else None
 
     def start(self, deployment: dict[str, Any]) -> bool:
@@ -469,10 +485,10 @@ class KueueHost:
         selector = ",".join(
             f"{k}={v}" for k, v in deployment["spec"]["selector"]["matchLabels"].items()
         )
-        proc = self.kubectl("get", "pods", "-n", namespace, "-l", selector, "-o", "json")
-        if proc.returncode != 0:
-            return
-        for pod in json.loads(proc.stdout).get("items", []):
+        pods = self._listed(
+            "pods", f"/api/v1/namespaces/{namespace}/pods", selector, "-n", namespace
+        )
+        for pod in pods or []:
             if not pod["spec"].get("nodeName") or pod["metadata"].get("deletionTimestamp"):
                 continue
             status = pod.get("status", {})
